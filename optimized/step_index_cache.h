@@ -1,0 +1,64 @@
+// The per-step layer-kind cache (SPEC §5): one build per cacheable key per step,
+// C4A never cached, a hit returns the very same buffers, no use after the step ended.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "optimized/builder.h"
+#include "optimized/layer_kind.h"
+
+namespace dsv4::opt {
+
+struct CacheOptions {
+  bool enabled = true;         // false: every call builds (the uncached baseline)
+  bool verify_on_hit = false;  // debugging engines: rebuild on every hit and compare
+};
+
+// Everything that may legitimately differ between two same-kind layers of one step.
+struct CacheKey {
+  LayerKind kind = LayerKind::kSwaOnly;
+  int32_t num_tokens = 0, num_decode_tokens = 0, num_requests = 0;
+  int32_t window = 0, ratio = 0, topk = 0;
+  int32_t decode_width = 0, prefill_width = 0;
+  bool decode_local = false, has_decode_lens = false, has_decode_valid = false;
+  int32_t swa_block_size = 0, swa_blocks_per_row = 0;
+  int32_t compressed_block_size = 0, compressed_blocks_per_row = 0;
+  bool operator==(const CacheKey& o) const;
+};
+CacheKey cache_key(LayerKind kind, const BuildRequest& request);
+
+class StepIndexCache {
+ public:
+  explicit StepIndexCache(MixedSparseIndicesBuilder& builder, CacheOptions options = {});
+  ~StepIndexCache();  // ends the step if still open
+  StepIndexCache(const StepIndexCache&) = delete;
+  StepIndexCache& operator=(const StepIndexCache&) = delete;
+
+  // A hit returns the first build's buffers; C4A always builds. After end_step(): throws
+  // std::logic_error. verify_on_hit: a rebuilt result that differs throws std::logic_error
+  // naming the kind, token, column and both values.
+  BuiltIndices get_or_build(LayerKind kind, const BuildRequest& request);
+  // Releases the builder's outputs; every later call throws std::logic_error.
+  void end_step();
+  bool ended() const { return ended_; }
+
+  int64_t builder_calls() const { return builder_calls_; }  // verify rebuilds not counted
+  int64_t hits() const { return hits_; }
+  size_t entries() const { return entries_.size(); }
+  const CacheOptions& options() const { return options_; }
+
+ private:
+  struct Entry {
+    CacheKey key;
+    BuildRequest request;
+    BuiltIndices built;
+  };
+  MixedSparseIndicesBuilder& builder_;
+  CacheOptions options_;
+  std::vector<Entry> entries_;  // a handful per step: linear search beats hashing
+  int64_t builder_calls_ = 0;
+  int64_t hits_ = 0;
+  bool ended_ = false;
+};
+
+}  // namespace dsv4::opt
