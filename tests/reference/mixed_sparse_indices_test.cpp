@@ -170,6 +170,29 @@ TEST(MixedSparseIndices, TopkLenStepsWhenPositionPlusOneReachesMultipleOfRatio) 
   EXPECT_EQ(out.content_errors, 0);
 }
 
+// Kp narrower than topk (SPEC §3: "Kp may differ from topk"). W = 2, ratio 4, topk 4, one
+// prefill token at pos 19 (seq_len 20): topk_len = min(20 / 4, 4) = 4 but only Kp = 2 picks.
+// SWA (block size 16, table [1, 2]): i = 18, 19 in block 1 -> 2 * 16 + {2, 3} = 34, 35.
+// Compressed (block size 2, table [4, 6]): 3 -> 6 * 2 + 1 = 13, 1 -> 4 * 2 + 1 = 9; columns
+// j = 2, 3 have no pick -> -1. len = W + topk_len = 6, counting the two -1 entries.
+TEST(MixedSparseIndices, FewerPicksThanTopkStillCountsTopkLen) {
+  BuilderInputs in;
+  in.window = 2;
+  in.ratio = 4;
+  in.topk = 4;
+  in.decode_swa_indices = mat(0, 2, {});
+  in.prefill_topk = mat(1, 2, {3, 1});
+  in.query_start_loc = vec({0, 1});
+  in.seq_lens = vec({20});
+  in.token_to_req = vec({0});
+  in.swa = PagedCache{mat(1, 2, {1, 2}), 16};
+  in.compressed = PagedCache{mat(1, 2, {4, 6}), 2};
+  const BuilderOutput out = build_mixed_sparse_indices(in);
+  EXPECT_TRUE(same_matrix(mat(1, 6, {34, 35, 13, 9, -1, -1}), out.sparse_indices));
+  EXPECT_TRUE(same_vector(vec({6}), out.sparse_lens));
+  EXPECT_EQ(out.content_errors, 0);
+}
+
 // C128A prefill after a long context: positions 254, 255 (seq_len 256, two tokens), so
 // (p + 1) / 128 = 255 / 128 = 1 and 256 / 128 = 2 (exactly a multiple of 128). W = 2, topk 4.
 // SWA (block size 128, table [5, 9]): i = 253..255 lie in block 1 -> 9 * 128 + (i - 128)
