@@ -1,6 +1,8 @@
 // CUDA backend. Declared in every build; without CUDA support compiled in,
 // cuda_device_present() is false and make_cuda_builder throws std::runtime_error.
 #pragma once
+#include <cstddef>
+
 #include "optimized/builder.h"
 
 namespace dsv4::opt {
@@ -9,5 +11,9 @@ namespace dsv4::opt {
 bool cuda_device_present();
 // `stream` is a cudaStream_t (nullptr = the legacy default stream); builds are ordered on it.
 std::unique_ptr<MixedSparseIndicesBuilder> make_cuda_builder(void* stream = nullptr);
+// (Added by the optimized-path owner.) As above, with the step workspace pre-sized to
+// `workspace_bytes` in one chunk (default 64 MiB), so that steps whose outputs fit never call
+// cudaMalloc, not even the first. The builder uses the device current at construction.
+std::unique_ptr<MixedSparseIndicesBuilder> make_cuda_builder(void* stream, size_t workspace_bytes);
 
 }  // namespace dsv4::opt

@@ -42,6 +42,11 @@ class StepIndexCache {
   void end_step();
   bool ended() const { return ended_; }
 
+  // (Added by the optimized-path owner.) Content errors of this cache's builds since the last
+  // call (CUDA: synchronizes). Verify rebuilds are not counted, so the count is the same with
+  // and without verify_on_hit; a hit adds nothing (its build was counted once).
+  int64_t take_content_errors();
+
   int64_t builder_calls() const { return builder_calls_; }  // verify rebuilds not counted
   int64_t hits() const { return hits_; }
   size_t entries() const { return entries_.size(); }
@@ -56,8 +61,11 @@ class StepIndexCache {
   MixedSparseIndicesBuilder& builder_;
   CacheOptions options_;
   std::vector<Entry> entries_;  // a handful per step: linear search beats hashing
+  void verify_hit(const Entry& entry, const BuildRequest& request);
+
   int64_t builder_calls_ = 0;
   int64_t hits_ = 0;
+  int64_t counted_errors_ = 0;  // taken from the builder around verify rebuilds
   bool ended_ = false;
 };
 

@@ -1,0 +1,121 @@
+// CUDA kernels of build_mixed_sparse_indices (SPEC §3) over the shared row logic
+// (mixed_sparse_indices_row.h), and their launcher.
+#include <cuda_runtime.h>
+
+#include "kernels/mixed_sparse_indices_launch.h"
+#include "kernels/mixed_sparse_indices_policy.h"
+#include "kernels/mixed_sparse_indices_row.h"
+
+namespace dsv4::opt {
+namespace {
+
+using Policy = MixedSparseIndicesPolicy;
+
+__device__ __forceinline__ int32_t warp_sum(int32_t value) {
+#pragma unroll
+  for (int offset = Policy::kWarpThreads / 2; offset > 0; offset /= 2) {
+    value += __shfl_xor_sync(0xffffffffu, value, offset);
+  }
+  return value;
+}
+
+// Sum of `value` over the group that owns a row; every thread of the group must call it.
+// A warp group gets the sum in every lane; a CTA group gets it in thread 0 (its rank 0).
+template <int kGroupThreads>
+__device__ __forceinline__ int32_t group_sum(int32_t value) {
+  value = warp_sum(value);
+  if constexpr (kGroupThreads == Policy::kWarpThreads) {
+    return value;
+  } else {
+    static_assert(kGroupThreads == Policy::kCtaThreads, "groups are a warp or a CTA");
+    __shared__ int32_t warp_partials[Policy::kCtaThreads / Policy::kWarpThreads];
+    const int warp = static_cast<int>(threadIdx.x) / Policy::kWarpThreads;
+    if (threadIdx.x % Policy::kWarpThreads == 0) warp_partials[warp] = value;
+    __syncthreads();
+    int32_t total = 0;
+    if (threadIdx.x == 0) {
+      for (int w = 0; w < Policy::kCtaThreads / Policy::kWarpThreads; ++w) total += warp_partials[w];
+    }
+    __syncthreads();  // the partials are free for the next row
+    return total;
+  }
+}
+
+// Builds rows of sparse_indices / sparse_lens in a grid-stride loop over tokens.
+// One CTA = kCtaThreads threads split into groups of kGroupThreads; a group owns one row at a
+// time: kGroupThreads = 32 -> one warp per row, 8 rows per CTA in flight; kGroupThreads =
+// kCtaThreads -> the whole CTA on one row (wide C128A rows, small steps).
+// Within a row, thread `rank` of the group writes 16-byte chunks rank, rank + kGroupThreads, ...
+// (kVec4: consecutive lanes store consecutive 16 B, so a warp writes 512 contiguous bytes per
+// iteration) or single columns (W % 4 != 0). The window part comes first, then the compressed
+// part; each chunk is entirely in one of them because W % 4 == 0 on the vector path.
+// Decode and prefill rows take separate, branch-free instantiations of the row code (the row
+// kind is uniform across the group); kDecodeLocal selects translated (C4A) or copied (C128A)
+// decode compressed columns. Rank 0 writes sparse_lens[t]; a local-form decode row first sums
+// its picks over the group. Content errors are counted per thread, warp-reduced once after the
+// loop and added to the device counter with one atomicAdd per warp that saw any.
+template <int kGroupThreads, bool kDecodeLocal, bool kVec4>
+__global__ void __launch_bounds__(Policy::kCtaThreads)
+    mixed_sparse_indices_kernel(const MixedSparseIndicesArgs args) {
+  constexpr int32_t kGroupsPerCta = Policy::kCtaThreads / kGroupThreads;
+  const int32_t rank = static_cast<int32_t>(threadIdx.x) % kGroupThreads;
+  const int32_t group = static_cast<int32_t>(threadIdx.x) / kGroupThreads;
+  const int64_t row_stride = static_cast<int64_t>(gridDim.x) * kGroupsPerCta;
+  int32_t errors = 0;
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * kGroupsPerCta + group; t < args.num_tokens;
+       t += row_stride) {
+    const RowPlan row = plan_row(args, static_cast<int32_t>(t));
+    int32_t picks =
+        build_row_columns<kDecodeLocal, kVec4>(args, row, rank, kGroupThreads, &errors);
+    if constexpr (kDecodeLocal) {
+      if (row.decode) picks = group_sum<kGroupThreads>(picks);
+    }
+    if (rank == 0) args.sparse_lens[t] = row_length(args, row, picks);
+  }
+  errors = warp_sum(errors);
+  if (threadIdx.x % Policy::kWarpThreads == 0 && errors != 0) {
+    atomicAdd(args.content_errors, static_cast<unsigned long long>(errors));
+  }
+}
+
+template <int kGroupThreads>
+void launch_group(const MixedSparseIndicesArgs& args, int32_t grid, cudaStream_t stream) {
+  const dim3 blocks(static_cast<unsigned>(grid));
+  const dim3 threads(Policy::kCtaThreads);
+  if (args.decode_local) {
+    if (args.vector_stores) {
+      mixed_sparse_indices_kernel<kGroupThreads, true, true><<<blocks, threads, 0, stream>>>(args);
+    } else {
+      mixed_sparse_indices_kernel<kGroupThreads, true, false><<<blocks, threads, 0, stream>>>(args);
+    }
+  } else {
+    if (args.vector_stores) {
+      mixed_sparse_indices_kernel<kGroupThreads, false, true><<<blocks, threads, 0, stream>>>(args);
+    } else {
+      mixed_sparse_indices_kernel<kGroupThreads, false, false><<<blocks, threads, 0, stream>>>(args);
+    }
+  }
+}
+
+}  // namespace
+
+KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args, int32_t sm_count,
+                                         cudaStream_t stream) {
+  if (args.num_tokens <= 0) return KernelStatus{};
+  const int32_t row_chunks = args.vector_stores ? args.row_width / 4 : args.row_width;
+  const RowMapping mapping = choose_row_mapping(args.num_tokens, row_chunks, sm_count);
+  const int32_t grid = grid_ctas(mapping, args.num_tokens, sm_count);
+  if (mapping == RowMapping::kCtaPerRow) {
+    launch_group<Policy::kCtaThreads>(args, grid, stream);
+  } else {
+    launch_group<Policy::kWarpThreads>(args, grid, stream);
+  }
+  const cudaError_t status = cudaGetLastError();
+  if (status != cudaSuccess) {
+    return KernelStatus{static_cast<int>(status), "mixed_sparse_indices_kernel<<<>>> (cudaGetLastError)",
+                        __FILE__, __LINE__};
+  }
+  return KernelStatus{};
+}
+
+}  // namespace dsv4::opt

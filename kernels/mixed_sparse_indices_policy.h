@@ -1,0 +1,46 @@
+// Tuning knobs of the mixed-sparse-indices kernels in one place (CUB-style policy), and the
+// host-side choice of row mapping and grid size derived from them.
+#pragma once
+#include <cstdint>
+
+namespace dsv4::opt {
+
+struct MixedSparseIndicesPolicy {
+  static constexpr int32_t kCtaThreads = 256;
+  static constexpr int32_t kWarpThreads = 32;
+  // A row of more 16-byte chunks than this (2048 columns) gets a whole CTA: a warp would loop
+  // over it more than 16 times (C128A rows reach 128 + 8192 columns at 1M context).
+  static constexpr int32_t kMaxWarpRowChunks = 512;
+  // A step of at most this many rows per SM gets a CTA per row as well, so that a small decode
+  // step spreads over many SMs instead of queueing its rows on a few warps.
+  static constexpr int32_t kCtaPerRowMaxRowsPerSm = 2;
+  // Grid cap for the grid-stride loop over rows: enough resident CTAs per SM to hide memory
+  // latency; larger steps loop.
+  static constexpr int32_t kMaxCtasPerSm = 8;
+};
+
+enum class RowMapping : uint8_t {
+  kWarpPerRow,  // a warp owns a row; kCtaThreads / 32 rows per CTA
+  kCtaPerRow,   // a CTA owns a row
+};
+
+// row_chunks: 16-byte chunks per row (vector path) or columns per row (scalar path).
+constexpr RowMapping choose_row_mapping(int32_t num_tokens, int32_t row_chunks, int32_t sm_count) {
+  using P = MixedSparseIndicesPolicy;
+  if (row_chunks > P::kMaxWarpRowChunks) return RowMapping::kCtaPerRow;
+  if (static_cast<int64_t>(num_tokens) <= static_cast<int64_t>(sm_count) * P::kCtaPerRowMaxRowsPerSm) {
+    return RowMapping::kCtaPerRow;
+  }
+  return RowMapping::kWarpPerRow;
+}
+
+// CTAs to launch for num_tokens >= 1 rows: one per row group, capped at kMaxCtasPerSm per SM.
+constexpr int32_t grid_ctas(RowMapping mapping, int32_t num_tokens, int32_t sm_count) {
+  using P = MixedSparseIndicesPolicy;
+  const int32_t rows_per_cta = mapping == RowMapping::kCtaPerRow ? 1 : P::kCtaThreads / P::kWarpThreads;
+  const int64_t needed = (static_cast<int64_t>(num_tokens) + rows_per_cta - 1) / rows_per_cta;
+  const int64_t cap = static_cast<int64_t>(sm_count < 1 ? 1 : sm_count) * P::kMaxCtasPerSm;
+  return static_cast<int32_t>(needed < cap ? needed : cap);
+}
+
+}  // namespace dsv4::opt

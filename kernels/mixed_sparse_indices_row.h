@@ -1,0 +1,205 @@
+// The per-row logic of build_mixed_sparse_indices (SPEC §3), written once for the host
+// backend and the CUDA kernels. A row (one token) is split into columns that the threads of
+// a group own round-robin: thread `rank` of `group_threads` owns 4-column chunks (or single
+// columns) rank, rank + group_threads, ... The host backend runs a row as a group of one.
+//
+// Memory: every read stays inside the inputs (rows t < D of the decode tensors, row t - D of
+// prefill_topk, columns below their widths, row r < R of a block table, block < its width)
+// and every write inside row t of the outputs, for any input values.
+#pragma once
+#include <cstdint>
+
+#include "kernels/host_device.h"
+#include "kernels/mixed_sparse_indices_args.h"
+
+namespace dsv4::opt {
+
+// What every column of one token's row shares, resolved once per row.
+struct RowPlan {
+  int32_t token;
+  int32_t request;
+  bool decode;
+  bool request_in_range;         // false only for a step that skipped validation
+  const int32_t* window_in;      // decode: the token's decode_swa_indices row
+  const int32_t* compressed_in;  // decode: decode_compressed row; prefill: prefill_topk row
+  int32_t compressed_count;      // leading columns of compressed_in that hold values
+  int32_t swa_start;             // prefill: position of window column 0
+  int32_t swa_len;               // prefill
+  int32_t topk_len;              // prefill
+  int32_t* out;                  // the token's output row
+};
+
+DSV4_HD DSV4_INLINE int32_t min_i32(int32_t a, int32_t b) { return a < b ? a : b; }
+
+DSV4_HD DSV4_INLINE RowPlan plan_row(const MixedSparseIndicesArgs& a, int32_t t) {
+  RowPlan row{};
+  row.token = t;
+  row.out = a.sparse_indices + static_cast<int64_t>(t) * a.row_width;
+  row.request = load_input(a.token_to_req + t);
+  row.request_in_range = static_cast<uint32_t>(row.request) < static_cast<uint32_t>(a.num_requests);
+  row.decode = t < a.num_decode_tokens;
+  if (row.decode) {
+    row.window_in = a.decode_swa_indices + static_cast<int64_t>(t) * a.decode_swa_stride;
+    row.compressed_in = a.decode_width > 0
+                            ? a.decode_compressed + static_cast<int64_t>(t) * a.decode_compressed_stride
+                            : nullptr;
+    row.compressed_count = a.decode_width;
+    return row;
+  }
+  if (!row.request_in_range) return row;
+  // pos(t) = seq_lens[r] - query length + offset in the request (SPEC §2).
+  const int32_t begin = load_input(a.query_start_loc + row.request);
+  const int32_t end = load_input(a.query_start_loc + row.request + 1);
+  const int32_t position = load_input(a.seq_lens + row.request) - (end - begin) + (t - begin);
+  row.swa_len = min_i32(position + 1, a.window);
+  row.swa_start = position - row.swa_len + 1;
+  row.topk_len = min_i32((position + 1) / a.ratio, a.topk);
+  row.compressed_count = min_i32(row.topk_len, a.prefill_width);
+  row.compressed_in =
+      a.prefill_width > 0
+          ? a.prefill_topk + static_cast<int64_t>(t - a.num_decode_tokens) * a.prefill_topk_stride
+          : nullptr;
+  return row;
+}
+
+// 4 x int32: one 16-byte access.
+struct Int32x4 {
+  int32_t v[4];
+};
+
+DSV4_HD DSV4_INLINE Int32x4 load_input4(const int32_t* p) {  // p 16-byte aligned
+#if defined(__CUDA_ARCH__)
+  const int4 q = __ldg(reinterpret_cast<const int4*>(p));
+  return Int32x4{{q.x, q.y, q.z, q.w}};
+#else
+  return Int32x4{{p[0], p[1], p[2], p[3]}};
+#endif
+}
+
+template <int kLanes>
+DSV4_HD DSV4_INLINE void store_output(int32_t* p, const int32_t (&v)[kLanes]) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (kLanes == 4) {
+    *reinterpret_cast<int4*>(p) = make_int4(v[0], v[1], v[2], v[3]);  // p 16-byte aligned
+  } else {
+    p[0] = v[0];
+  }
+#else
+  for (int e = 0; e < kLanes; ++e) p[e] = v[e];
+#endif
+}
+
+// Loads kLanes consecutive input columns; 16 bytes at once when `aligned`.
+template <int kLanes>
+DSV4_HD DSV4_INLINE void load_chunk(const int32_t* p, bool aligned, int32_t (&v)[kLanes]) {
+  if constexpr (kLanes == 4) {
+    if (aligned) {
+      const Int32x4 q = load_input4(p);
+      v[0] = q.v[0];
+      v[1] = q.v[1];
+      v[2] = q.v[2];
+      v[3] = q.v[3];
+      return;
+    }
+  }
+  DSV4_UNROLL
+  for (int e = 0; e < kLanes; ++e) v[e] = load_input(p + e);
+}
+
+// The columns of `row` that thread `rank` of a group of `group_threads` owns.
+// kDecode: a decode row (else prefill). kDecodeLocal: decode compressed indices are local (C4A)
+// and get translated; else they are global slots, copied. kVec4: 4-column chunks with 16-byte
+// stores (W % 4 == 0), else single columns. Returns, for a local-form decode row, how many of
+// the owned decode_compressed values are >= 0 (the group sums them into the row's length).
+template <bool kDecode, bool kDecodeLocal, bool kVec4>
+DSV4_HD DSV4_INLINE int32_t build_row_part(const MixedSparseIndicesArgs& a, const RowPlan& row,
+                                           int32_t rank, int32_t group_threads, int32_t* errors) {
+  constexpr int32_t kLanes = kVec4 ? 4 : 1;
+  const int32_t window_chunks = a.window / kLanes;
+  const int32_t chunks = a.row_width / kLanes;
+  int32_t picks = 0;
+  int32_t k = rank;
+  // Window columns c < W: decode copies its SWA row; prefill looks up positions start + c.
+  for (; k < window_chunks; k += group_threads) {
+    const int32_t c0 = k * kLanes;
+    int32_t v[kLanes];
+    if constexpr (kDecode) {
+      load_chunk<kLanes>(row.window_in + c0, a.decode_swa_vector_loads, v);
+    } else {
+      DSV4_UNROLL
+      for (int e = 0; e < kLanes; ++e) {
+        const int32_t c = c0 + e;
+        v[e] = c < row.swa_len ? a.swa.slot(row.request, row.swa_start + c, errors) : -1;
+      }
+    }
+    store_output<kLanes>(row.out + c0, v);
+  }
+  // Compressed columns W + j: v = input j (j < compressed_count) else -1; global decode slots
+  // are written as-is, local indices v >= 0 are translated through the compressed table.
+  const bool vector_loads =
+      kDecode ? a.decode_compressed_vector_loads : a.prefill_topk_vector_loads;
+  for (; k < chunks; k += group_threads) {
+    const int32_t c0 = k * kLanes;
+    const int32_t j0 = c0 - a.window;
+    int32_t v[kLanes];
+    if (j0 + kLanes <= row.compressed_count) {
+      load_chunk<kLanes>(row.compressed_in + j0, vector_loads, v);
+    } else {
+      DSV4_UNROLL
+      for (int e = 0; e < kLanes; ++e) {
+        v[e] = j0 + e < row.compressed_count ? load_input(row.compressed_in + j0 + e) : -1;
+      }
+    }
+    if constexpr (!kDecode || kDecodeLocal) {
+      DSV4_UNROLL
+      for (int e = 0; e < kLanes; ++e) {
+        if constexpr (kDecode) picks += v[e] >= 0 ? 1 : 0;
+        v[e] = v[e] >= 0 ? a.compressed.slot(row.request, v[e], errors) : -1;
+      }
+    }
+    store_output<kLanes>(row.out + c0, v);
+  }
+  return picks;
+}
+
+// Thread `rank`'s share of row `row` (see build_row_part), any row kind.
+template <bool kDecodeLocal, bool kVec4>
+DSV4_HD DSV4_INLINE int32_t build_row_columns(const MixedSparseIndicesArgs& a, const RowPlan& row,
+                                              int32_t rank, int32_t group_threads,
+                                              int32_t* errors) {
+  if (!row.request_in_range) {
+    // Unreachable after validate_step_structure; keeps a drifted device copy memory-safe.
+    for (int32_t c = rank; c < a.row_width; c += group_threads) row.out[c] = -1;
+    if (rank == 0) ++*errors;
+    return 0;
+  }
+  if (row.decode) {
+    return build_row_part<true, kDecodeLocal, kVec4>(a, row, rank, group_threads, errors);
+  }
+  return build_row_part<false, kDecodeLocal, kVec4>(a, row, rank, group_threads, errors);
+}
+
+// sparse_lens[t] (SPEC §3); `picks` = the row's decode_compressed values >= 0 (local form).
+DSV4_HD DSV4_INLINE int32_t row_length(const MixedSparseIndicesArgs& a, const RowPlan& row,
+                                       int32_t picks) {
+  if (!row.request_in_range) return 0;
+  if (!row.decode) return a.window + row.topk_len;
+  if (a.decode_width == 0) return a.window;
+  if (!a.decode_local) {
+    return a.window + (a.decode_compressed_lens != nullptr
+                           ? load_input(a.decode_compressed_lens + row.token)
+                           : a.decode_width);
+  }
+  const bool valid = a.decode_valid == nullptr || a.decode_valid[row.token] != 0;
+  return a.window + (valid ? picks : 0);
+}
+
+// A whole row by one thread (the host backend). Returns nothing; errors accumulate.
+template <bool kDecodeLocal, bool kVec4>
+DSV4_HD DSV4_INLINE void build_row(const MixedSparseIndicesArgs& a, int32_t t, int32_t* errors) {
+  const RowPlan row = plan_row(a, t);
+  const int32_t picks = build_row_columns<kDecodeLocal, kVec4>(a, row, 0, 1, errors);
+  a.sparse_lens[t] = row_length(a, row, picks);
+}
+
+}  // namespace dsv4::opt

@@ -1,0 +1,100 @@
+// CUDA backend: each build is one kernel launch on the caller's stream; outputs come from a
+// pre-sized device arena recycled at release_outputs(); content errors accumulate in a device
+// counter read (with one stream sync) by take_content_errors(). The per-build path has no
+// allocation, no synchronization and no CUDA call besides the launch and its error check.
+#include <cuda_runtime_api.h>
+
+#include <memory>
+
+#include "kernels/mixed_sparse_indices_launch.h"
+#include "optimized/cuda_builder.h"
+#include "optimized/cuda_check.h"
+#include "optimized/device_memory.h"
+#include "optimized/kernel_args.h"
+#include "optimized/step_arena.h"
+
+namespace dsv4::opt {
+namespace {
+
+constexpr size_t kDefaultWorkspaceBytes = size_t{64} << 20;
+
+struct DeviceDeleter {
+  void operator()(void* p) const noexcept { device_release(p); }
+};
+struct PinnedDeleter {
+  void operator()(void* p) const noexcept {
+    if (p != nullptr) (void)cudaFreeHost(p);
+  }
+};
+
+class CudaBuilder final : public MixedSparseIndicesBuilder {
+ public:
+  CudaBuilder(cudaStream_t stream, size_t workspace_bytes)
+      : stream_(stream), arena_(ArenaMemory{&device_allocate, &device_release}, workspace_bytes) {
+    DSV4_CUDA_CHECK(cudaGetDevice(&device_));
+    DSV4_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_));
+    device_errors_.reset(static_cast<unsigned long long*>(device_allocate(sizeof(unsigned long long))));
+    void* pinned = nullptr;
+    DSV4_CUDA_CHECK(cudaMallocHost(&pinned, sizeof(unsigned long long)));
+    host_errors_.reset(static_cast<unsigned long long*>(pinned));
+    DSV4_CUDA_CHECK(cudaMemsetAsync(device_errors_.get(), 0, sizeof(unsigned long long), stream_));
+  }
+
+  ~CudaBuilder() override {
+    // Kernels still writing into the arena or the counter must finish before they are freed.
+    (void)cudaStreamSynchronize(stream_);
+  }
+
+  Backend backend() const override { return Backend::kCuda; }
+
+  BuiltIndices build(const BuildRequest& request) override {
+    const OutputLayout layout = output_layout(request);
+    const BuiltIndices out = place_outputs(layout, arena_.take(layout.total_bytes));
+    if (out.num_tokens == 0) return out;
+    const MixedSparseIndicesArgs args = make_mixed_sparse_indices_args(
+        request, out.sparse_indices, out.sparse_lens, device_errors_.get());
+    check_kernel_status(launch_mixed_sparse_indices(args, sm_count_, stream_));
+    return out;
+  }
+
+  int64_t take_content_errors() override {
+    DSV4_CUDA_CHECK(cudaMemcpyAsync(host_errors_.get(), device_errors_.get(),
+                                    sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream_));
+    DSV4_CUDA_CHECK(cudaMemsetAsync(device_errors_.get(), 0, sizeof(unsigned long long), stream_));
+    DSV4_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return static_cast<int64_t>(*host_errors_);
+  }
+
+  // Stream-ordered reuse: the next step's kernels on stream_ run after this step's consumers
+  // queued on stream_ (consumers on other streams must be ordered by the caller).
+  void release_outputs() override { arena_.recycle(); }
+
+ private:
+  cudaStream_t stream_;
+  int device_ = 0;
+  int sm_count_ = 0;
+  StepArena arena_;
+  std::unique_ptr<unsigned long long, DeviceDeleter> device_errors_;
+  std::unique_ptr<unsigned long long, PinnedDeleter> host_errors_;
+};
+
+}  // namespace
+
+bool cuda_device_present() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();  // a failed query must not surface as a later launch error
+    return false;
+  }
+  return count > 0;
+}
+
+std::unique_ptr<MixedSparseIndicesBuilder> make_cuda_builder(void* stream) {
+  return make_cuda_builder(stream, kDefaultWorkspaceBytes);
+}
+
+std::unique_ptr<MixedSparseIndicesBuilder> make_cuda_builder(void* stream, size_t workspace_bytes) {
+  return std::make_unique<CudaBuilder>(static_cast<cudaStream_t>(stream), workspace_bytes);
+}
+
+}  // namespace dsv4::opt

@@ -1,0 +1,103 @@
+#include "optimized/kernel_args.h"
+
+#include <cstdint>
+
+namespace dsv4::opt {
+namespace {
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+BlockTableView table_view(const PagedCacheView& cache) {
+  BlockTableView view{};
+  view.table = cache.block_table;
+  view.num_rows = cache.num_rows;
+  view.blocks_per_row = cache.blocks_per_row;
+  view.block_size = cache.block_size;
+  view.block_divider = FastDivider::make(cache.block_size);
+  return view;
+}
+
+// A compressed cache is given when it has a table or a block size (an empty table may have no
+// pointer); otherwise compressed lookups use the SWA cache (SPEC §2).
+bool has_compressed_cache(const BuildRequest& r) {
+  return r.compressed.block_table != nullptr || r.compressed.block_size != 0;
+}
+
+}  // namespace
+
+MixedSparseIndicesArgs make_mixed_sparse_indices_args(const BuildRequest& r,
+                                                      int32_t* sparse_indices, int32_t* sparse_lens,
+                                                      unsigned long long* content_errors) {
+  MixedSparseIndicesArgs a{};
+  a.window = r.window;
+  a.ratio = r.ratio;
+  a.topk = r.topk;
+  a.num_requests = r.num_requests;
+  a.num_tokens = r.num_tokens;
+  a.num_decode_tokens = r.num_decode_tokens;
+  a.row_width = r.window + padded_compressed_width(r.topk, r.decode_compressed.cols);
+
+  a.decode_swa_indices = r.decode_swa_indices.data;
+  a.decode_swa_stride = r.decode_swa_indices.row_stride;
+  a.decode_width = r.decode_compressed.cols;
+  a.decode_compressed = a.decode_width > 0 ? r.decode_compressed.data : nullptr;
+  a.decode_compressed_stride = r.decode_compressed.row_stride;
+  a.decode_local = r.decode_local;
+  a.decode_compressed_lens = r.decode_compressed_lens;
+  a.decode_valid = r.decode_valid;
+  a.prefill_width = r.prefill_topk.cols;
+  a.prefill_topk = a.prefill_width > 0 ? r.prefill_topk.data : nullptr;
+  a.prefill_topk_stride = r.prefill_topk.row_stride;
+
+  a.query_start_loc = r.query_start_loc;
+  a.seq_lens = r.seq_lens;
+  a.token_to_req = r.token_to_req;
+  a.swa = table_view(r.swa);
+  a.compressed = has_compressed_cache(r) ? table_view(r.compressed) : a.swa;
+
+  a.sparse_indices = sparse_indices;
+  a.sparse_lens = sparse_lens;
+  a.content_errors = content_errors;
+
+  // Rows start 16-byte aligned when the base is and the row stride is a multiple of 4
+  // elements; the vector path needs W % 4 == 0 so that no chunk straddles the two parts.
+  a.vector_stores = r.window % 4 == 0 && aligned16(sparse_indices);
+  a.decode_swa_vector_loads = a.vector_stores && aligned16(r.decode_swa_indices.data) &&
+                              r.decode_swa_indices.row_stride % 4 == 0;
+  a.decode_compressed_vector_loads = a.vector_stores && aligned16(a.decode_compressed) &&
+                                     a.decode_compressed_stride % 4 == 0;
+  a.prefill_topk_vector_loads =
+      a.vector_stores && aligned16(a.prefill_topk) && a.prefill_topk_stride % 4 == 0;
+  return a;
+}
+
+}  // namespace dsv4::opt
+
+namespace dsv4::opt {
+
+OutputLayout output_layout(const BuildRequest& request) {
+  OutputLayout layout;
+  layout.num_tokens = request.num_tokens;
+  layout.width =
+      request.window + padded_compressed_width(request.topk, request.decode_compressed.cols);
+  const size_t index_bytes = static_cast<size_t>(layout.num_tokens) *
+                             static_cast<size_t>(layout.width) * sizeof(int32_t);
+  layout.lens_offset_bytes = (index_bytes + 255) / 256 * 256;
+  layout.total_bytes =
+      layout.lens_offset_bytes + static_cast<size_t>(layout.num_tokens) * sizeof(int32_t);
+  if (layout.num_tokens == 0) layout.total_bytes = 0;
+  return layout;
+}
+
+BuiltIndices place_outputs(const OutputLayout& layout, void* memory) {
+  BuiltIndices out;
+  out.num_tokens = layout.num_tokens;
+  out.width = layout.width;
+  if (memory == nullptr) return out;
+  char* base = static_cast<char*>(memory);
+  out.sparse_indices = reinterpret_cast<int32_t*>(base);
+  out.sparse_lens = reinterpret_cast<int32_t*>(base + layout.lens_offset_bytes);
+  return out;
+}
+
+}  // namespace dsv4::opt

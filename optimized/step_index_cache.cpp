@@ -1,0 +1,132 @@
+#include "optimized/step_index_cache.h"
+
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+#include "optimized/backend_buffer.h"
+
+namespace dsv4::opt {
+
+bool CacheKey::operator==(const CacheKey& o) const {
+  return kind == o.kind && num_tokens == o.num_tokens && num_decode_tokens == o.num_decode_tokens &&
+         num_requests == o.num_requests && window == o.window && ratio == o.ratio &&
+         topk == o.topk && decode_width == o.decode_width && prefill_width == o.prefill_width &&
+         decode_local == o.decode_local && has_decode_lens == o.has_decode_lens &&
+         has_decode_valid == o.has_decode_valid && swa_block_size == o.swa_block_size &&
+         swa_blocks_per_row == o.swa_blocks_per_row &&
+         compressed_block_size == o.compressed_block_size &&
+         compressed_blocks_per_row == o.compressed_blocks_per_row;
+}
+
+CacheKey cache_key(LayerKind kind, const BuildRequest& r) {
+  CacheKey key;
+  key.kind = kind;
+  key.num_tokens = r.num_tokens;
+  key.num_decode_tokens = r.num_decode_tokens;
+  key.num_requests = r.num_requests;
+  key.window = r.window;
+  key.ratio = r.ratio;
+  key.topk = r.topk;
+  key.decode_width = r.decode_compressed.cols;
+  key.prefill_width = r.prefill_topk.cols;
+  key.decode_local = r.decode_local;
+  key.has_decode_lens = r.decode_compressed_lens != nullptr;
+  key.has_decode_valid = r.decode_valid != nullptr;
+  key.swa_block_size = r.swa.block_size;
+  key.swa_blocks_per_row = r.swa.blocks_per_row;
+  key.compressed_block_size = r.compressed.block_size;
+  key.compressed_blocks_per_row = r.compressed.blocks_per_row;
+  return key;
+}
+
+StepIndexCache::StepIndexCache(MixedSparseIndicesBuilder& builder, CacheOptions options)
+    : builder_(builder), options_(options) {
+  entries_.reserve(8);  // SWA-only + C128A, a few variants: no allocation on the hit path
+}
+
+StepIndexCache::~StepIndexCache() {
+  try {
+    end_step();
+  } catch (...) {
+    // A destructor must not throw; release_outputs of the shipped builders never does.
+  }
+}
+
+BuiltIndices StepIndexCache::get_or_build(LayerKind kind, const BuildRequest& request) {
+  if (ended_) {
+    throw std::logic_error(std::string("StepIndexCache: ") + layer_kind_name(kind) +
+                           " layer requested after end_step(); the step's outputs are released");
+  }
+  if (!options_.enabled || !is_cacheable(kind)) {
+    const BuiltIndices built = builder_.build(request);
+    ++builder_calls_;
+    return built;
+  }
+  const CacheKey key = cache_key(kind, request);
+  for (const Entry& entry : entries_) {
+    if (entry.key == key) {
+      ++hits_;
+      if (options_.verify_on_hit) verify_hit(entry, request);
+      return entry.built;
+    }
+  }
+  const BuiltIndices built = builder_.build(request);
+  ++builder_calls_;
+  entries_.push_back(Entry{key, request, built});
+  return built;
+}
+
+void StepIndexCache::end_step() {
+  if (ended_) return;
+  ended_ = true;
+  entries_.clear();
+  builder_.release_outputs();
+}
+
+int64_t StepIndexCache::take_content_errors() {
+  const int64_t errors = counted_errors_ + builder_.take_content_errors();
+  counted_errors_ = 0;
+  return errors;
+}
+
+void StepIndexCache::verify_hit(const Entry& entry, const BuildRequest& request) {
+  counted_errors_ += builder_.take_content_errors();  // keep what real builds counted
+  const BuiltIndices rebuilt = builder_.build(request);
+  (void)builder_.take_content_errors();  // the rebuild's errors were counted at the first build
+  const BuiltIndices& cached = entry.built;
+  const char* kind = layer_kind_name(entry.key.kind);
+  auto fail = [&](const std::string& where, int64_t cached_value, int64_t rebuilt_value) {
+    std::ostringstream message;
+    message << "StepIndexCache verify_on_hit: " << kind << " layer: cached output differs from a rebuild at "
+            << where << ": cached " << cached_value << ", rebuilt " << rebuilt_value;
+    throw std::logic_error(message.str());
+  };
+  if (rebuilt.num_tokens != cached.num_tokens) fail("num_tokens", cached.num_tokens, rebuilt.num_tokens);
+  if (rebuilt.width != cached.width) fail("width", cached.width, rebuilt.width);
+
+  const size_t count = static_cast<size_t>(cached.num_tokens) * static_cast<size_t>(cached.width);
+  std::vector<int32_t> cached_host(count), rebuilt_host(count);
+  const Backend backend = builder_.backend();
+  copy_to_host(backend, cached_host.data(), cached.sparse_indices, count * sizeof(int32_t));
+  copy_to_host(backend, rebuilt_host.data(), rebuilt.sparse_indices, count * sizeof(int32_t));
+  for (size_t i = 0; i < count; ++i) {
+    if (cached_host[i] != rebuilt_host[i]) {
+      const size_t width = static_cast<size_t>(cached.width);
+      fail("token " + std::to_string(i / width) + ", column " + std::to_string(i % width),
+           cached_host[i], rebuilt_host[i]);
+    }
+  }
+  const size_t tokens = static_cast<size_t>(cached.num_tokens);
+  cached_host.resize(tokens);
+  rebuilt_host.resize(tokens);
+  copy_to_host(backend, cached_host.data(), cached.sparse_lens, tokens * sizeof(int32_t));
+  copy_to_host(backend, rebuilt_host.data(), rebuilt.sparse_lens, tokens * sizeof(int32_t));
+  for (size_t t = 0; t < tokens; ++t) {
+    if (cached_host[t] != rebuilt_host[t]) {
+      fail("token " + std::to_string(t) + ", column sparse_lens", cached_host[t], rebuilt_host[t]);
+    }
+  }
+}
+
+}  // namespace dsv4::opt

@@ -1,0 +1,150 @@
+// Structural validation (SPEC §4): the same rules as the reference's validate_builder_inputs,
+// split into an O(1) per-build shape check and an O(T + R) once-per-step check on host copies.
+#include "optimized/validation.h"
+
+#include <cstdint>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace dsv4::opt {
+namespace {
+
+template <class... Parts>
+[[noreturn]] void reject(const Parts&... parts) {
+  std::ostringstream message;
+  (message << ... << parts);
+  throw std::invalid_argument(message.str());
+}
+
+void check_at_least(const char* field, int64_t value, int64_t minimum) {
+  if (value < minimum) reject(field, " = ", value, " must be >= ", minimum);
+}
+
+// A row-major view: `rows` x `cols` as expected, strides that keep rows apart, data present.
+void check_matrix(const char* field, const Int32Matrix& m, int64_t rows, const char* rows_name,
+                  int64_t cols, const char* cols_name) {
+  if (m.rows != rows) reject(field, " has ", m.rows, " rows, expected ", rows_name, " = ", rows);
+  if (m.cols != cols) reject(field, " has ", m.cols, " columns, expected ", cols_name, " = ", cols);
+  if (m.rows > 1 && m.row_stride < m.cols) {
+    reject(field, ".row_stride = ", m.row_stride, " is below its ", m.cols, " columns");
+  }
+  if (int64_t{m.rows} * m.cols > 0 && m.data == nullptr) reject(field, ".data is null");
+}
+
+void check_cache(const char* name, const PagedCacheView& cache, int32_t num_requests) {
+  const std::string field(name);
+  check_at_least((field + ".block_size").c_str(), cache.block_size, 1);
+  check_at_least((field + ".blocks_per_row").c_str(), cache.blocks_per_row, 0);
+  if (cache.num_rows != num_requests) {
+    reject(field, ".block_table has ", cache.num_rows, " rows, expected R = ", num_requests);
+  }
+  if (int64_t{cache.num_rows} * cache.blocks_per_row > 0 && cache.block_table == nullptr) {
+    reject(field, ".block_table is null");
+  }
+}
+
+}  // namespace
+
+void validate_request_shape(const BuildRequest& r) {
+  check_at_least("window", r.window, 1);
+  check_at_least("ratio", r.ratio, 1);
+  check_at_least("topk", r.topk, 0);
+  check_at_least("num_requests R", r.num_requests, 0);
+  check_at_least("num_tokens T", r.num_tokens, 0);
+  check_at_least("num_decode_tokens D", r.num_decode_tokens, 0);
+  if (r.num_decode_tokens > r.num_tokens) {
+    reject("num_decode_tokens D = ", r.num_decode_tokens, " (the rows of decode_swa_indices) exceeds T = ",
+           r.num_tokens);
+  }
+  const int32_t decode_width = r.decode_compressed.cols;
+  check_at_least("decode_compressed columns Kd", decode_width, 0);
+  const int64_t widest = r.topk > decode_width ? r.topk : decode_width;
+  if (int64_t{r.window} + (widest + 3) / 4 * 4 > INT32_MAX) {
+    reject("topk = ", r.topk, " with decode width Kd = ", decode_width, " and window = ", r.window,
+           ": the output width W + P exceeds int32");
+  }
+
+  check_matrix("decode_swa_indices", r.decode_swa_indices, r.num_decode_tokens, "D",
+               r.window, "window");
+  if (decode_width > 0) {  // zero columns: absent, any row count
+    check_matrix("decode_compressed", r.decode_compressed, r.num_decode_tokens, "D", decode_width,
+                 "Kd");
+  }
+  if (r.decode_local && r.decode_compressed_lens != nullptr) {
+    reject("decode_compressed_lens is given with decode_local = true (lens belong to the global form)");
+  }
+  if (!r.decode_local && r.decode_valid != nullptr) {
+    reject("decode_valid is given with decode_local = false (validity belongs to the local form)");
+  }
+  check_at_least("prefill_topk columns Kp", r.prefill_topk.cols, 0);
+  check_matrix("prefill_topk", r.prefill_topk, int64_t{r.num_tokens} - r.num_decode_tokens, "T - D",
+               r.prefill_topk.cols, "Kp");
+
+  if (r.num_tokens > 0) {
+    if (r.query_start_loc == nullptr) reject("query_start_loc is null");
+    if (r.seq_lens == nullptr) reject("seq_lens is null");
+    if (r.token_to_req == nullptr) reject("token_to_req is null");
+  }
+  check_cache("swa", r.swa, r.num_requests);
+  // No table and no block size: compressed lookups use the SWA cache (SPEC §2).
+  if (r.compressed.block_table != nullptr || r.compressed.block_size != 0) {
+    check_cache("compressed", r.compressed, r.num_requests);
+  }
+}
+
+void validate_step_structure(const BuildRequest& r, const StepStructureHost& host) {
+  validate_request_shape(r);
+  const int32_t num_requests = r.num_requests;
+  const int32_t num_tokens = r.num_tokens;
+  if (host.query_start_loc == nullptr) reject("host.query_start_loc is null");
+  if (num_requests > 0 && host.seq_lens == nullptr) reject("host.seq_lens is null");
+  if (num_tokens > 0 && host.token_to_req == nullptr) reject("host.token_to_req is null");
+  const int32_t* qsl = host.query_start_loc;
+
+  if (qsl[0] != 0) reject("query_start_loc[0] = ", qsl[0], " must be 0");
+  for (int32_t q = 1; q <= num_requests; ++q) {
+    if (qsl[q] < qsl[q - 1]) {
+      reject("query_start_loc[", q, "] = ", qsl[q], " is below query_start_loc[", q - 1,
+             "] = ", qsl[q - 1], " (must not decrease)");
+    }
+  }
+  if (qsl[num_requests] != num_tokens) {
+    reject("query_start_loc[", num_requests, "] = ", qsl[num_requests], " must equal T = ",
+           num_tokens);
+  }
+  // Now 0 = qsl[0] <= ... <= qsl[R] = T: every token belongs to exactly one range.
+  for (int32_t q = 0; q < num_requests; ++q) {
+    for (int32_t t = qsl[q]; t < qsl[q + 1]; ++t) {
+      const int32_t owner = host.token_to_req[t];
+      if (owner < 0 || owner >= num_requests) {
+        reject("token_to_req[", t, "] = ", owner, " is out of range [0, R = ", num_requests, ")");
+      }
+      if (owner != q) {
+        reject("token_to_req[", t, "] = ", owner, " disagrees with query_start_loc: token ", t,
+               " lies in request ", q, "'s range [", qsl[q], ", ", qsl[q + 1], ")");
+      }
+    }
+  }
+  const int64_t capacity = int64_t{r.swa.blocks_per_row} * r.swa.block_size;
+  for (int32_t q = 0; q < num_requests; ++q) {
+    const int32_t query_length = qsl[q + 1] - qsl[q];
+    const int32_t seq_len = host.seq_lens[q];
+    if (seq_len < query_length) {
+      reject("seq_lens[", q, "] = ", seq_len, " is below its query length ", query_length);
+    }
+    if (seq_len > capacity) {
+      reject("seq_lens[", q, "] = ", seq_len, " exceeds the SWA block table's capacity ", capacity,
+             " (swa.blocks_per_row ", r.swa.blocks_per_row, " x swa.block_size ",
+             r.swa.block_size, ")");
+    }
+  }
+  bool boundary = false;
+  for (int32_t q = 0; q <= num_requests && !boundary; ++q) boundary = qsl[q] == r.num_decode_tokens;
+  if (!boundary) {
+    reject("num_decode_tokens D = ", r.num_decode_tokens,
+           " (the rows of decode_swa_indices) is not a request boundary of query_start_loc");
+  }
+}
+
+}  // namespace dsv4::opt
