@@ -1,0 +1,37 @@
+// A decorator that counts build() calls and forwards everything to the wrapped builder:
+// how the harness checks SPEC §5's call counts without touching the builders.
+#pragma once
+#include <cstdint>
+#include <memory>
+
+#include "optimized/builder.h"
+#include "reference/model_schedule.h"
+
+namespace dsv4::harness {
+
+class CountingBuilder final : public opt::MixedSparseIndicesBuilder {
+ public:
+  explicit CountingBuilder(std::unique_ptr<opt::MixedSparseIndicesBuilder> inner);
+
+  opt::Backend backend() const override { return inner_->backend(); }
+  opt::BuiltIndices build(const opt::BuildRequest& request) override;
+  int64_t take_content_errors() override { return inner_->take_content_errors(); }
+  void release_outputs() override;
+
+  int64_t build_calls() const { return build_calls_; }  // since construction
+  int64_t releases() const { return releases_; }
+  opt::MixedSparseIndicesBuilder& inner() { return *inner_; }
+
+ private:
+  std::unique_ptr<opt::MixedSparseIndicesBuilder> inner_;
+  int64_t build_calls_ = 0;
+  int64_t releases_ = 0;
+};
+
+// Builder calls one step of `schedule` needs through the per-step cache (SPEC §5): one per
+// cacheable kind present (all SWA-only layers of a step share one key, so do all C128A
+// layers) plus one per C4A layer. Flash 23, Pro 31. Computed from the schedule alone, not
+// from the optimized path's cache keys, so a wrong key cannot hide.
+int64_t expected_cached_builder_calls(const ref::ModelSchedule& schedule);
+
+}  // namespace dsv4::harness

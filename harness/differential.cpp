@@ -1,0 +1,355 @@
+#include "harness/differential.h"
+
+#include <sstream>
+#include <stdexcept>
+
+#include "harness/backend_step.h"
+#include "optimized/cuda_builder.h"
+#include "optimized/host_builder.h"
+#include "optimized/step_indexer.h"
+
+namespace dsv4::harness {
+namespace {
+
+enum class Path { kUncached, kCached };
+const char* path_name(Path p) { return p == Path::kUncached ? "uncached" : "cached"; }
+
+const char* kind_name(int32_t ratio) {
+  return ref::layer_kind_name(ref::layer_kind_from_ratio(ratio));
+}
+
+// Collects mismatches into a summary: counts all, keeps the first few in full.
+class Recorder {
+ public:
+  Recorder(DifferentialSummary& summary, BackendTotals* totals) : summary_(summary), totals_(totals) {}
+  void operator()(const Mismatch& m) {
+    if (totals_) {
+      ++totals_->mismatches;
+    } else {
+      ++summary_.reference_mismatches;
+    }
+    if (summary_.reported.size() < summary_.max_reported) summary_.reported.push_back(m);
+  }
+
+ private:
+  DifferentialSummary& summary_;
+  BackendTotals* totals_;
+};
+
+void name_token(Mismatch& m, const ref::Step& step, int32_t t) {
+  m.token = t;
+  m.request = step.token_to_req(t);
+  m.position = ref::token_position(step, t);
+  m.decode_token = t < step.num_decode_tokens;
+}
+
+// Compares one layer's output with the reference's; one mismatch per tensor at most (its
+// first differing element, with the number of differing elements).
+void compare_layer(const ref::Step& step, const ref::BuilderOutput& want, const HostIndices& got,
+                   const Mismatch& base, Recorder& record) {
+  const ref::IndexMatrix& wi = want.sparse_indices;
+  const ref::IndexMatrix& gi = got.sparse_indices;
+  if (gi.rows() != wi.rows() || gi.cols() != wi.cols() || got.sparse_lens.size() != want.sparse_lens.size()) {
+    Mismatch m = base;
+    m.what = "shape";
+    std::ostringstream os;
+    os << "reference sparse_indices " << wi.rows() << " x " << wi.cols() << ", sparse_lens "
+       << want.sparse_lens.size() << "; optimized " << gi.rows() << " x " << gi.cols() << ", "
+       << got.sparse_lens.size();
+    m.detail = os.str();
+    record(m);
+    return;
+  }
+  int64_t differing = 0;
+  Mismatch first = base;
+  for (Eigen::Index t = 0; t < wi.rows(); ++t) {
+    for (Eigen::Index c = 0; c < wi.cols(); ++c) {
+      if (wi(t, c) == gi(t, c)) continue;
+      if (differing++ == 0) {
+        name_token(first, step, static_cast<int32_t>(t));
+        first.column = static_cast<int32_t>(c);
+        first.expected = wi(t, c);
+        first.actual = gi(t, c);
+      }
+    }
+  }
+  if (differing > 0) {
+    first.what = "sparse_indices";
+    first.differing = differing;
+    first.total = static_cast<int64_t>(wi.size());
+    record(first);
+  }
+  differing = 0;
+  first = base;
+  for (Eigen::Index t = 0; t < want.sparse_lens.size(); ++t) {
+    if (want.sparse_lens(t) == got.sparse_lens(t)) continue;
+    if (differing++ == 0) {
+      name_token(first, step, static_cast<int32_t>(t));
+      first.expected = want.sparse_lens(t);
+      first.actual = got.sparse_lens(t);
+    }
+  }
+  if (differing > 0) {
+    first.what = "sparse_lens";
+    first.differing = differing;
+    first.total = static_cast<int64_t>(want.sparse_lens.size());
+    record(first);
+  }
+}
+
+// One path (uncached or cached) of one backend through a fresh StepIndexer.
+void run_path(Path path, const StepCase& c, const std::vector<ref::BuilderOutput>& want,
+              const BackendStep& staged, CountingBuilder& builder, BackendTotals& totals,
+              Recorder& record) {
+  const int32_t layers = c.schedule.num_layers();
+  opt::CacheOptions options;
+  options.enabled = path == Path::kCached;
+  opt::StepIndexer indexer(builder, staged.inputs(), options);
+
+  Mismatch base;
+  base.backend = opt::backend_name(staged.backend());
+  base.path = path_name(path);
+  base.window = c.schedule.window;
+
+  const int64_t calls_before = builder.build_calls();
+  std::vector<opt::BuiltIndices> built(static_cast<size_t>(layers));
+  std::vector<int64_t> errors(static_cast<size_t>(layers), 0);
+  std::vector<bool> built_here(static_cast<size_t>(layers), false);
+  int64_t errors_so_far = 0;
+  for (int32_t l = 0; l < layers; ++l) {
+    const int64_t before = builder.build_calls();
+    built[static_cast<size_t>(l)] =
+        indexer.layer_indices(c.schedule.compress_ratios[static_cast<size_t>(l)], staged.c4a(l));
+    built_here[static_cast<size_t>(l)] = builder.build_calls() > before;
+    const int64_t total = indexer.content_errors();
+    errors[static_cast<size_t>(l)] = total - errors_so_far;
+    errors_so_far = total;
+  }
+  const int64_t calls = builder.build_calls() - calls_before;
+  const int64_t expected_calls =
+      path == Path::kUncached ? layers : expected_cached_builder_calls(c.schedule);
+  (path == Path::kUncached ? totals.calls_uncached : totals.calls_cached) += calls;
+  if (path == Path::kUncached) totals.content_errors += errors_so_far;
+  if (calls != expected_calls) {
+    Mismatch m = base;
+    m.what = "builder calls";
+    m.expected = expected_calls;
+    m.actual = calls;
+    record(m);
+  }
+
+  // Read back only now: a later layer's build must not have overwritten an earlier output.
+  std::vector<const opt::BuiltIndices*> first_of_kind(3, nullptr);
+  for (int32_t l = 0; l < layers; ++l) {
+    const auto li = static_cast<size_t>(l);
+    const int32_t ratio = c.schedule.compress_ratios[li];
+    Mismatch lb = base;
+    lb.layer = l;
+    lb.kind = kind_name(ratio);
+    compare_layer(c.step, want[li], download(staged.backend(), built[li]), lb, record);
+
+    // A hit counts no errors: its build already did.
+    const int64_t want_errors = (path == Path::kUncached || built_here[li]) ? want[li].content_errors : 0;
+    if (errors[li] != want_errors) {
+      Mismatch m = lb;
+      m.what = "content errors";
+      m.expected = want_errors;
+      m.actual = errors[li];
+      record(m);
+    }
+
+    const ref::LayerKind kind = ref::layer_kind_from_ratio(ratio);
+    if (path == Path::kCached && kind != ref::LayerKind::kC4A) {
+      const opt::BuiltIndices*& first = first_of_kind[static_cast<size_t>(kind)];
+      if (first == nullptr) {
+        first = &built[li];
+      } else if (first->sparse_indices != built[li].sparse_indices ||
+                 first->sparse_lens != built[li].sparse_lens) {
+        Mismatch m = lb;
+        m.what = "buffer identity";
+        m.detail = "a cache hit returned other buffers than the first build of its kind";
+        record(m);
+      }
+    }
+  }
+
+  indexer.end_step();
+  if (layers > 0) {  // the step is over: no stale hit, no build
+    bool threw = false;
+    try {
+      indexer.layer_indices(c.schedule.compress_ratios[0], staged.c4a(0));
+    } catch (const std::logic_error&) {
+      threw = true;
+    }
+    if (!threw) {
+      Mismatch m = base;
+      m.what = "use after end_step";
+      m.detail = "StepIndexer::layer_indices after end_step() did not throw std::logic_error";
+      record(m);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<opt::Backend> backends_present() {
+  std::vector<opt::Backend> b{opt::Backend::kHost};
+  if (opt::cuda_device_present()) b.push_back(opt::Backend::kCuda);
+  return b;
+}
+
+std::unique_ptr<opt::MixedSparseIndicesBuilder> make_builder(opt::Backend backend) {
+  return backend == opt::Backend::kCuda ? opt::make_cuda_builder() : opt::make_host_builder();
+}
+
+std::string format_mismatch(const Mismatch& m) {
+  std::ostringstream os;
+  os << "[" << m.backend << (m.path.empty() ? "" : " ") << m.path << "]";
+  if (m.layer >= 0) os << " layer " << m.layer << " (" << m.kind << ")";
+  os << " " << m.what << ":";
+  if (m.token >= 0) {
+    os << " token " << m.token << " (request " << m.request << ", "
+       << (m.decode_token ? "decode" : "prefill") << ", position " << m.position << ")";
+  }
+  if (m.column >= 0) {
+    os << ", column " << m.column;
+    if (m.column < m.window) {
+      os << " (window part, c = " << m.column << ")";
+    } else {
+      os << " (compressed part, j = " << m.column - m.window << ")";
+    }
+  }
+  const bool valued = m.what == "sparse_indices" || m.what == "sparse_lens" ||
+                      m.what == "content errors" || m.what == "builder calls";
+  if (valued) {
+    os << ": " << (m.what == "builder calls" ? "expected " : "reference ") << m.expected
+       << (m.what == "builder calls" ? ", counted " : ", optimized ") << m.actual;
+  }
+  if (m.differing > 0) os << " (" << m.differing << " of " << m.total << " elements differ)";
+  if (!m.detail.empty()) os << " " << m.detail;
+  return os.str();
+}
+
+int64_t DifferentialSummary::mismatches() const {
+  int64_t n = reference_mismatches;
+  for (const BackendTotals& b : backends) n += b.mismatches;
+  return n;
+}
+
+void DifferentialSummary::add(const DifferentialSummary& o) {
+  steps += o.steps;
+  layers += o.layers;
+  reference_content_errors += o.reference_content_errors;
+  reference_mismatches += o.reference_mismatches;
+  for (const BackendTotals& ob : o.backends) {
+    BackendTotals* mine = nullptr;
+    for (BackendTotals& b : backends)
+      if (b.backend == ob.backend) mine = &b;
+    if (!mine) {
+      backends.push_back(BackendTotals{ob.backend});
+      mine = &backends.back();
+    }
+    mine->steps += ob.steps;
+    mine->layers += ob.layers;
+    mine->calls_uncached += ob.calls_uncached;
+    mine->calls_cached += ob.calls_cached;
+    mine->mismatches += ob.mismatches;
+    mine->content_errors += ob.content_errors;
+  }
+  for (const Mismatch& m : o.reported)
+    if (reported.size() < max_reported) reported.push_back(m);
+  for (const std::string& s : o.failing_steps)
+    if (failing_steps.size() < max_reported) failing_steps.push_back(s);
+}
+
+std::string DifferentialSummary::report() const {
+  std::ostringstream os;
+  os << mismatches() << " mismatch(es)";
+  if (static_cast<int64_t>(reported.size()) < mismatches()) os << ", the first " << reported.size() << ":";
+  os << "\n";
+  for (const Mismatch& m : reported) os << "  " << format_mismatch(m) << "\n";
+  for (const std::string& s : failing_steps) os << "failing step: " << s << "\n";
+  return os.str();
+}
+
+DifferentialChecker::DifferentialChecker(DifferentialOptions options)
+    : options_(std::move(options)) {
+  backends_ = options_.backends.empty() ? backends_present() : options_.backends;
+  const BuilderFactory factory = options_.make_builder ? options_.make_builder : BuilderFactory(make_builder);
+  for (opt::Backend b : backends_) builders_.push_back(std::make_unique<CountingBuilder>(factory(b)));
+}
+
+DifferentialSummary DifferentialChecker::check(const StepCase& c, const std::string& replay) {
+  return check(c, options_.content_errors, replay);
+}
+
+DifferentialSummary DifferentialChecker::check(const StepCase& c, ContentErrorPolicy policy,
+                                               const std::string& replay) {
+  DifferentialSummary summary;
+  summary.max_reported = options_.max_reported;
+  summary.steps = 1;
+  summary.layers = c.schedule.num_layers();
+  for (opt::Backend b : backends_) summary.backends.push_back(BackendTotals{opt::backend_name(b)});
+
+  Recorder reference_record(summary, nullptr);
+  std::vector<ref::BuilderOutput> want;
+  try {
+    want = ref::run_step_uncached(c.step, c.schedule, c.c4a_per_layer);
+  } catch (const std::exception& e) {
+    Mismatch m;
+    m.backend = "reference";
+    m.what = "exception";
+    m.detail = e.what();
+    reference_record(m);
+  }
+  if (summary.reference_mismatches == 0) {
+    int32_t first_layer = -1;
+    for (size_t l = 0; l < want.size(); ++l) {
+      summary.reference_content_errors += want[l].content_errors;
+      if (want[l].content_errors > 0 && first_layer < 0) first_layer = static_cast<int32_t>(l);
+    }
+    if (policy == ContentErrorPolicy::kMustBeZero && first_layer >= 0) {
+      Mismatch m;
+      m.backend = "reference";
+      m.what = "content errors";
+      m.layer = first_layer;
+      m.kind = kind_name(c.schedule.compress_ratios[static_cast<size_t>(first_layer)]);
+      m.detail = "on a valid step: " + std::to_string(summary.reference_content_errors) +
+                 " in all layers (a generator or reference bug)";
+      reference_record(m);
+    }
+    for (size_t i = 0; i < backends_.size(); ++i) {
+      BackendTotals& totals = summary.backends[i];
+      totals.steps = 1;
+      totals.layers = summary.layers;
+      Recorder record(summary, &totals);
+      Path path = Path::kUncached;
+      try {
+        BackendStep staged(backends_[i], c.step, c.schedule, c.c4a_per_layer);
+        run_path(Path::kUncached, c, want, staged, *builders_[i], totals, record);
+        path = Path::kCached;
+        run_path(Path::kCached, c, want, staged, *builders_[i], totals, record);
+      } catch (const std::exception& e) {
+        Mismatch m;
+        m.backend = totals.backend;
+        m.path = path_name(path);
+        m.what = "exception";
+        m.detail = e.what();
+        record(m);
+      }
+    }
+  }
+  if (!summary.ok()) {
+    summary.failing_steps.push_back(describe(c) +
+                                    (replay.empty() ? std::string() : "\n  replay: " + replay));
+  }
+  return summary;
+}
+
+DifferentialSummary differential_check(const StepCase& c, const DifferentialOptions& options,
+                                       const std::string& replay) {
+  DifferentialChecker checker(options);
+  return checker.check(c, replay);
+}
+
+}  // namespace dsv4::harness

@@ -1,0 +1,103 @@
+// The differential check (DESIGN "harness"): for one step case and every layer, the
+// reference's uncached run == the optimized path uncached (CacheOptions{enabled=false}) ==
+// the optimized path through the per-step cache, element for element: sparse_indices,
+// sparse_lens and content-error counts, on every backend present. Also checks the cached
+// path's builder calls (SPEC §5), that hits return the first build's buffers, and that a
+// StepIndexer refuses use after end_step.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "harness/counting_builder.h"
+#include "harness/step_case.h"
+#include "optimized/builder.h"
+
+namespace dsv4::harness {
+
+using BuilderFactory =
+    std::function<std::unique_ptr<opt::MixedSparseIndicesBuilder>(opt::Backend)>;
+
+// Host always; CUDA when opt::cuda_device_present().
+std::vector<opt::Backend> backends_present();
+// The real builders: make_host_builder() / make_cuda_builder().
+std::unique_ptr<opt::MixedSparseIndicesBuilder> make_builder(opt::Backend backend);
+
+enum class ContentErrorPolicy {
+  kMustBeZero,  // a valid step: any content error (reference or optimized) is a failure
+  kMustMatch,   // a corrupted step: counts must agree, layer by layer
+};
+
+struct DifferentialOptions {
+  std::vector<opt::Backend> backends;  // empty: backends_present()
+  BuilderFactory make_builder;         // null: the real builders (tests inject faulty ones)
+  ContentErrorPolicy content_errors = ContentErrorPolicy::kMustBeZero;
+  size_t max_reported = 8;             // mismatches described in full per summary
+};
+
+// One disagreement. `expected` is the reference's value, `actual` the optimized path's.
+struct Mismatch {
+  std::string backend;  // "host", "cuda"; "reference" for problems on the reference side
+  std::string path;     // "uncached", "cached"; empty for step-level problems
+  int32_t layer = -1;   // -1: not about one layer
+  std::string kind;     // layer kind name
+  std::string what;     // "sparse_indices", "sparse_lens", "content errors", "builder calls",
+                        // "shape", "buffer identity", "use after end_step", "exception"
+  int32_t token = -1, request = -1, position = -1, column = -1;
+  int32_t window = 0;   // to name the column: window part or compressed part
+  bool decode_token = false;
+  int64_t expected = 0, actual = 0;
+  int64_t differing = 0, total = 0;  // elements of this output that differ / exist
+  std::string detail;
+};
+std::string format_mismatch(const Mismatch& m);
+
+struct BackendTotals {
+  std::string backend;
+  int64_t steps = 0, layers = 0;
+  int64_t calls_uncached = 0, calls_cached = 0;  // builder calls counted by CountingBuilder
+  int64_t mismatches = 0;
+  int64_t content_errors = 0;                    // counted by the uncached path
+};
+
+struct DifferentialSummary {
+  int64_t steps = 0, layers = 0;
+  int64_t reference_content_errors = 0;
+  int64_t reference_mismatches = 0;  // the reference threw, or erred on a valid step
+  std::vector<BackendTotals> backends;
+  std::vector<Mismatch> reported;    // the first few, in full
+  std::vector<std::string> failing_steps;  // describe() + replay line of each failing step
+  size_t max_reported = 8;
+
+  int64_t mismatches() const;
+  bool ok() const { return mismatches() == 0; }
+  void add(const DifferentialSummary& other);
+  // Every reported mismatch in full, each failing step and how to replay it.
+  std::string report() const;
+};
+
+// Keeps one counting builder per backend across steps, as an engine keeps its builder
+// (so workspace recycling between steps is exercised too).
+class DifferentialChecker {
+ public:
+  explicit DifferentialChecker(DifferentialOptions options = {});
+  // `replay` says how to reproduce this case (a command line, or RapidCheck's
+  // RC_PARAMS="reproduce=..."); it is printed with every failure.
+  DifferentialSummary check(const StepCase& c, const std::string& replay = "");
+  // The same with another content-error policy than the options' (valid vs corrupted steps).
+  DifferentialSummary check(const StepCase& c, ContentErrorPolicy policy, const std::string& replay);
+  const std::vector<opt::Backend>& backends() const { return backends_; }
+
+ private:
+  DifferentialOptions options_;
+  std::vector<opt::Backend> backends_;
+  std::vector<std::unique_ptr<CountingBuilder>> builders_;
+};
+
+// One-shot form with fresh builders.
+DifferentialSummary differential_check(const StepCase& c, const DifferentialOptions& options = {},
+                                       const std::string& replay = "");
+
+}  // namespace dsv4::harness

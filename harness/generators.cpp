@@ -1,0 +1,477 @@
+#include "harness/generators.h"
+
+#include <algorithm>
+#include <climits>
+#include <numeric>
+#include <random>
+#include <sstream>
+
+namespace dsv4::harness {
+namespace {
+
+using Rng = std::mt19937_64;
+
+// The current RapidCheck size (0..100 by default), read from inside gen::exec.
+int current_size() {
+  return *rc::gen::withSize([](int size) { return rc::gen::just(size); });
+}
+
+// Seed for bulk content (permutations, indexer picks). Not shrunk: shrinking works on the
+// shape of the step; the content of a shrunk case stays as random as the original.
+uint64_t content_seed() {
+  return *rc::gen::noShrink(rc::gen::resize(rc::kNominalSize, rc::gen::arbitrary<uint64_t>()));
+}
+
+int32_t uniform(Rng& rng, int32_t lo, int32_t hi) {  // inclusive
+  return std::uniform_int_distribution<int32_t>(lo, hi)(rng);
+}
+
+int32_t ceil_div(int32_t a, int32_t b) { return a / b + (a % b != 0 ? 1 : 0); }
+
+// Unused tail entries of a block table: what engines leave there varies.
+enum class TailFill { kMinusOne, kZero, kJunk };
+
+// A paged cache holding units[r] units (tokens, or compressed tokens) of request r. The
+// used entries are distinct physical blocks drawn from a pool larger than what is used,
+// in random order, like an allocator's free list after churn; then `tail_blocks` columns
+// that no request needs.
+ref::PagedCache make_paged_cache(const std::vector<int32_t>& units, int32_t block_size,
+                                 int32_t tail_blocks, TailFill fill, Rng& rng) {
+  const auto num_rows = static_cast<Eigen::Index>(units.size());
+  std::vector<int32_t> need(units.size());
+  int32_t max_need = 0;
+  int32_t used = 0;
+  for (size_t r = 0; r < units.size(); ++r) {
+    need[r] = ceil_div(units[r], block_size);
+    max_need = std::max(max_need, need[r]);
+    used += need[r];
+  }
+  const int32_t pool = used + uniform(rng, 0, used);
+  std::vector<int32_t> ids(static_cast<size_t>(pool));
+  std::iota(ids.begin(), ids.end(), 0);
+  std::shuffle(ids.begin(), ids.end(), rng);
+
+  ref::PagedCache cache;
+  cache.block_size = block_size;
+  cache.block_table.resize(num_rows, max_need + tail_blocks);
+  size_t next = 0;
+  for (Eigen::Index r = 0; r < num_rows; ++r) {
+    for (Eigen::Index j = 0; j < cache.block_table.cols(); ++j) {
+      int32_t v = -1;
+      if (j < need[static_cast<size_t>(r)]) {
+        v = ids[next++];
+      } else if (fill == TailFill::kZero) {
+        v = 0;
+      } else if (fill == TailFill::kJunk) {
+        v = uniform(rng, 0, std::max(pool - 1, 0));
+      }
+      cache.block_table(r, j) = v;
+    }
+  }
+  return cache;
+}
+
+// `count` distinct values of [0, n) in random order.
+class DistinctSampler {
+ public:
+  void sample(int32_t n, int32_t count, Rng& rng, std::vector<int32_t>& out) {
+    out.clear();
+    if (count * 2 > n) {  // dense: partial Fisher-Yates
+      pool_.resize(static_cast<size_t>(n));
+      std::iota(pool_.begin(), pool_.end(), 0);
+      for (int32_t i = 0; i < count; ++i) {
+        std::swap(pool_[static_cast<size_t>(i)], pool_[static_cast<size_t>(uniform(rng, i, n - 1))]);
+        out.push_back(pool_[static_cast<size_t>(i)]);
+      }
+      return;
+    }
+    if (seen_.size() < static_cast<size_t>(n)) seen_.resize(static_cast<size_t>(n), 0);
+    while (static_cast<int32_t>(out.size()) < count) {  // sparse: rejection, < 2 tries each
+      const int32_t v = uniform(rng, 0, n - 1);
+      if (seen_[static_cast<size_t>(v)]) continue;
+      seen_[static_cast<size_t>(v)] = 1;
+      out.push_back(v);
+    }
+    for (int32_t v : out) seen_[static_cast<size_t>(v)] = 0;
+  }
+
+ private:
+  std::vector<uint8_t> seen_;
+  std::vector<int32_t> pool_;
+};
+
+int32_t position_of(const ref::Step& s, int32_t t) {
+  const int32_t r = s.token_to_req(t);
+  const int32_t q = s.query_start_loc(r + 1) - s.query_start_loc(r);
+  return s.seq_lens(r) - q + (t - s.query_start_loc(r));
+}
+
+bool is_padding(const ref::Step& s, int32_t t) {
+  return t < s.num_decode_tokens && !s.decode_valid.empty() &&
+         s.decode_valid[static_cast<size_t>(t)] == 0;
+}
+
+enum class StepShapeClass { kEmpty, kSingleToken, kDecodeOnly, kPrefillOnly, kMixed };
+
+// Prior context: mostly short (around the window), sometimes long (C128A has entries,
+// capacity boundaries of odd block sizes are crossed).
+int32_t draw_prior_context(int32_t max_ctx) {
+  return *rc::gen::weightedOneOf<int32_t>(
+      {{4, rc::gen::inRange<int32_t>(0, std::min(max_ctx, 300) + 1)},
+       {2, rc::gen::inRange<int32_t>(0, std::min(max_ctx, 5000) + 1)},
+       {1, rc::gen::inRange<int32_t>(0, max_ctx + 1)}});
+}
+
+struct BlockSizes {
+  int32_t swa = 64, c4a = 64, c128a = 2;
+};
+
+BlockSizes draw_block_sizes() {
+  const int geometry = *rc::gen::weightedElement<int>({{3, 0}, {2, 1}, {1, 2}});
+  if (geometry == 0) return {};  // production: SWA 64, main 256 -> C4A 64, C128A 2
+  if (geometry == 1) {           // odd engine configurations
+    const int32_t swa = *rc::gen::element<int32_t>(16, 5, 1, 2, 3, 7, 32, 128);
+    const int32_t main = *rc::gen::element<int32_t>(8, 12, 16, 20, 32, 64, 512);
+    return {swa, main / 4, std::max(1, main / 128)};
+  }
+  return {*rc::gen::inRange<int32_t>(1, 97), *rc::gen::inRange<int32_t>(1, 70),
+          *rc::gen::inRange<int32_t>(1, 9)};
+}
+
+int32_t draw_max_model_len(int32_t max_seq) {
+  const int mode = *rc::gen::weightedElement<int>({{6, 0}, {1, 1}, {1, 2}, {1, 3}});
+  switch (mode) {
+    case 1: return std::max(1, max_seq);
+    // Below the longest request: the only way the C128A effective-width cap binds.
+    case 2: return *rc::gen::inRange<int32_t>(1, std::max(2, max_seq + 1));
+    case 3: return *rc::gen::element<int32_t>(16384, 16385, 128 * 129, 2048);
+    default: return 1 << 20;
+  }
+}
+
+int32_t num_c4a_layers(const ref::ModelSchedule& s) {
+  return static_cast<int32_t>(std::count(s.compress_ratios.begin(), s.compress_ratios.end(), 4));
+}
+
+// A local compressed index whose block is past the C4A table's width.
+int32_t draw_past_width_index(const ref::Step& s) {
+  const int32_t width = static_cast<int32_t>(s.c4a.block_table.cols()) * s.c4a.block_size;
+  const int mode = *rc::gen::weightedElement<int>({{4, 0}, {1, 1}, {1, 2}});
+  if (mode == 1) return INT32_MAX;
+  if (mode == 2) return width + 1000000;
+  return width + *rc::gen::inRange<int32_t>(0, 3 * s.c4a.block_size + 1);
+}
+
+// Sets a used entry (a block some lookup of request r can reach) of `cache` negative.
+std::string corrupt_used_block(const char* name, ref::PagedCache& cache, const ref::Step& s,
+                               int32_t ratio) {
+  const int32_t r = *rc::gen::inRange<int32_t>(0, s.num_requests());
+  const int32_t need = ceil_div(ceil_div(s.seq_lens(r), ratio), cache.block_size);
+  const int32_t j = *rc::gen::inRange<int32_t>(0, need);
+  const int32_t v = *rc::gen::element<int32_t>(-1, -2, -1000);
+  cache.block_table(r, j) = v;
+  std::ostringstream os;
+  os << name << "[" << r << "][" << j << "] = " << v << " (used block)";
+  return os.str();
+}
+
+}  // namespace
+
+const char* schedule_choice_name(ScheduleChoice choice) {
+  switch (choice) {
+    case ScheduleChoice::kFlash: return "flash";
+    case ScheduleChoice::kPro: return "pro";
+    case ScheduleChoice::kRandom: return "random";
+    case ScheduleChoice::kAny: return "any";
+  }
+  return "?";
+}
+
+std::optional<ScheduleChoice> parse_schedule_choice(const std::string& name) {
+  for (ScheduleChoice c : {ScheduleChoice::kFlash, ScheduleChoice::kPro, ScheduleChoice::kRandom,
+                           ScheduleChoice::kAny})
+    if (name == schedule_choice_name(c)) return c;
+  return std::nullopt;
+}
+
+rc::Gen<ref::ModelSchedule> gen_random_schedule() {
+  return rc::gen::exec([] {
+    const int size = current_size();
+    ref::ModelSchedule s;
+    s.name = "random";
+    const int32_t layers = *rc::gen::inRange<int32_t>(0, 2 + size / 8);
+    for (int32_t i = 0; i < layers; ++i)
+      s.compress_ratios.push_back(*rc::gen::element<int32_t>(4, 128, 0, 1));
+    s.window = *rc::gen::weightedOneOf<int32_t>(
+        {{2, rc::gen::inRange<int32_t>(1, 257)},
+         {3, rc::gen::just<int32_t>(128)},
+         {2, rc::gen::element<int32_t>(1, 3, 5, 127, 129, 64, 4)}});
+    s.c4a_topk = *rc::gen::weightedOneOf<int32_t>(
+        {{3, rc::gen::inRange<int32_t>(0, 64 + size * 6)},
+         {2, rc::gen::just<int32_t>(512)},
+         {2, rc::gen::element<int32_t>(0, 1, 2, 3, 5, 7, 1024)}});
+    return s;
+  });
+}
+
+rc::Gen<ref::ModelSchedule> gen_schedule(ScheduleChoice choice) {
+  switch (choice) {
+    case ScheduleChoice::kFlash: return rc::gen::just(ref::deepseek_v4_flash());
+    case ScheduleChoice::kPro: return rc::gen::just(ref::deepseek_v4_pro());
+    case ScheduleChoice::kRandom: return gen_random_schedule();
+    case ScheduleChoice::kAny: break;
+  }
+  return rc::gen::weightedOneOf<ref::ModelSchedule>(
+      {{2, gen_random_schedule()},
+       {1, rc::gen::just(ref::deepseek_v4_flash())},
+       {1, rc::gen::just(ref::deepseek_v4_pro())}});
+}
+
+rc::Gen<ref::Step> gen_step(StepLimits lim) {
+  return rc::gen::exec([lim] {
+    const int size = current_size();
+    const int32_t max_tokens = std::max(1, std::min(lim.max_tokens, 1 + size * 3));
+    const int32_t max_requests = std::max(1, std::min(lim.max_requests, 1 + size / 5));
+    const auto max_ctx = static_cast<int32_t>(
+        std::min<int64_t>(lim.max_context, 16 + static_cast<int64_t>(size) * size * 4));
+
+    const auto shape = *rc::gen::weightedElement<StepShapeClass>(
+        {{1, StepShapeClass::kEmpty},
+         {2, StepShapeClass::kSingleToken},
+         {3, StepShapeClass::kDecodeOnly},
+         {2, StepShapeClass::kPrefillOnly},
+         {6, StepShapeClass::kMixed}});
+    int32_t num_decodes = 0, num_prefills = 0;
+    const bool single = shape == StepShapeClass::kSingleToken;
+    switch (shape) {
+      case StepShapeClass::kEmpty: break;
+      case StepShapeClass::kSingleToken:
+        (*rc::gen::arbitrary<bool>() ? num_decodes : num_prefills) = 1;
+        break;
+      case StepShapeClass::kDecodeOnly:
+        num_decodes = *rc::gen::inRange<int32_t>(1, max_requests + 1);
+        break;
+      case StepShapeClass::kPrefillOnly:
+        num_prefills = *rc::gen::inRange<int32_t>(1, max_requests + 1);
+        break;
+      case StepShapeClass::kMixed:
+        num_decodes = *rc::gen::inRange<int32_t>(1, max_requests + 1);
+        num_prefills = *rc::gen::inRange<int32_t>(1, max_requests + 1);
+        break;
+    }
+    num_decodes = std::max(num_decodes, lim.min_decode_requests);
+
+    // Requests: decodes (1 token, or 2..4 for speculative decoding), then prefill chunks.
+    int32_t budget = max_tokens;
+    std::vector<int32_t> query_lens, seq_lens;
+    int32_t num_decode_tokens = 0;
+    for (int32_t i = 0; i < num_decodes && budget > 0; ++i) {
+      int32_t q = single ? 1 : *rc::gen::weightedElement<int32_t>({{6, 1}, {1, 2}, {1, 3}, {1, 4}});
+      q = std::min(q, budget);
+      budget -= q;
+      query_lens.push_back(q);
+      seq_lens.push_back(draw_prior_context(max_ctx) + q);
+      num_decode_tokens += q;
+    }
+    for (int32_t i = 0; i < num_prefills && budget > 0; ++i) {
+      const int32_t later = num_prefills - i - 1;
+      const int32_t cap = single ? 1 : std::max(1, budget - later);
+      const int32_t q = *rc::gen::inRange<int32_t>(1, cap + 1);
+      budget -= q;
+      query_lens.push_back(q);
+      seq_lens.push_back(draw_prior_context(max_ctx) + q);  // chunked prefill: prior context
+    }
+
+    std::vector<uint8_t> decode_valid;
+    if (num_decode_tokens > 0 && *rc::gen::weightedElement<bool>({{4, false}, {1, true}})) {
+      for (int32_t t = 0; t < num_decode_tokens; ++t)
+        decode_valid.push_back(*rc::gen::weightedElement<uint8_t>({{3, 1}, {1, 0}}));
+    }
+
+    const BlockSizes blocks = draw_block_sizes();
+    const int32_t swa_tail = *rc::gen::inRange<int32_t>(0, 4);
+    const int32_t c4a_tail = *rc::gen::inRange<int32_t>(0, 4);
+    const int32_t c128a_tail = *rc::gen::inRange<int32_t>(0, 4);
+    const auto fill = *rc::gen::element(TailFill::kMinusOne, TailFill::kZero, TailFill::kJunk);
+    const int32_t max_seq =
+        seq_lens.empty() ? 0 : *std::max_element(seq_lens.begin(), seq_lens.end());
+    const int32_t max_model_len = draw_max_model_len(max_seq);
+    Rng rng(content_seed());
+
+    ref::Step s;
+    const auto num_requests = static_cast<int32_t>(seq_lens.size());
+    const int32_t num_tokens = max_tokens - budget;
+    s.query_start_loc.resize(num_requests + 1);
+    s.seq_lens.resize(num_requests);
+    s.token_to_req.resize(num_tokens);
+    s.query_start_loc(0) = 0;
+    std::vector<int32_t> c4a_units, c128a_units;
+    for (int32_t r = 0; r < num_requests; ++r) {
+      const int32_t q = query_lens[static_cast<size_t>(r)];
+      s.query_start_loc(r + 1) = s.query_start_loc(r) + q;
+      s.seq_lens(r) = seq_lens[static_cast<size_t>(r)];
+      for (int32_t t = s.query_start_loc(r); t < s.query_start_loc(r + 1); ++t) s.token_to_req(t) = r;
+      c4a_units.push_back(ceil_div(s.seq_lens(r), 4));
+      c128a_units.push_back(ceil_div(s.seq_lens(r), 128));
+    }
+    s.num_decode_tokens = num_decode_tokens;
+    s.decode_valid = decode_valid;
+    s.swa = make_paged_cache(seq_lens, blocks.swa, swa_tail, fill, rng);
+    s.c4a = make_paged_cache(c4a_units, blocks.c4a, c4a_tail, fill, rng);
+    s.c128a = make_paged_cache(c128a_units, blocks.c128a, c128a_tail, fill, rng);
+    s.max_model_len = max_model_len;
+    return s;
+  });
+}
+
+rc::Gen<std::vector<ref::C4aIndexerOutput>> gen_c4a_outputs(const ref::Step& step,
+                                                            const ref::ModelSchedule& schedule,
+                                                            int32_t min_width) {
+  return rc::gen::exec([step, schedule, min_width] {
+    enum Fill { kTail, kFewer, kScattered };
+    std::vector<ref::C4aIndexerOutput> out(schedule.compress_ratios.size());
+    const int32_t num_tokens = step.num_tokens();
+    const int32_t num_decode = step.num_decode_tokens;
+    DistinctSampler sampler;
+    std::vector<int32_t> picks, columns;
+    for (size_t l = 0; l < out.size(); ++l) {
+      if (schedule.compress_ratios[l] != 4) continue;
+      const int32_t topk = schedule.c4a_topk;
+      const int width_mode = *rc::gen::weightedElement<int>({{6, 0}, {1, 1}, {1, 2}});
+      int32_t width = topk;
+      if (width_mode == 1) width = *rc::gen::inRange<int32_t>(0, topk + 9);
+      if (width_mode == 2) width = *rc::gen::element<int32_t>(0, 1, 2, 3, 5);
+      width = std::max(width, min_width);
+      const Fill fill = *rc::gen::weightedElement<Fill>({{4, kTail}, {1, kFewer}, {1, kScattered}});
+      const bool padding_rows_blank = *rc::gen::weightedElement<bool>({{3, true}, {1, false}});
+      Rng rng(content_seed());
+
+      ref::IndexMatrix all = ref::IndexMatrix::Constant(num_tokens, width, -1);
+      for (int32_t t = 0; t < num_tokens; ++t) {
+        if (padding_rows_blank && is_padding(step, t)) continue;
+        const int32_t available = (position_of(step, t) + 1) / 4;
+        int32_t count = std::min(width, available);
+        if (fill == kFewer) count = uniform(rng, 0, count);
+        sampler.sample(available, count, rng, picks);
+        if (fill == kScattered) {  // -1 holes between picks
+          sampler.sample(width, count, rng, columns);
+          for (int32_t i = 0; i < count; ++i)
+            all(t, columns[static_cast<size_t>(i)]) = picks[static_cast<size_t>(i)];
+        } else {
+          for (int32_t i = 0; i < count; ++i) all(t, i) = picks[static_cast<size_t>(i)];
+        }
+      }
+      out[l].decode_local = all.topRows(num_decode);
+      out[l].prefill_topk = all.bottomRows(num_tokens - num_decode);
+    }
+    return out;
+  });
+}
+
+rc::Gen<StepCase> gen_step_case(ScheduleChoice choice, StepLimits limits) {
+  return rc::gen::exec([choice, limits] {
+    StepCase c;
+    c.schedule = *gen_schedule(choice);
+    c.step = *gen_step(limits);
+    c.c4a_per_layer = *gen_c4a_outputs(c.step, c.schedule);
+    return c;
+  });
+}
+
+rc::Gen<StepCase> gen_corrupted_step_case(ScheduleChoice choice, StepLimits limits) {
+  limits.min_decode_requests = std::max(1, limits.min_decode_requests);
+  return rc::gen::exec([choice, limits] {
+    StepCase c;
+    c.schedule = *gen_schedule(choice);
+    if (num_c4a_layers(c.schedule) == 0) {  // the certain error needs a C4A layer
+      const auto n = static_cast<int32_t>(c.schedule.compress_ratios.size());
+      const int32_t at = *rc::gen::inRange<int32_t>(0, n + 1);
+      if (at == n) {
+        c.schedule.compress_ratios.push_back(4);
+      } else {
+        c.schedule.compress_ratios[static_cast<size_t>(at)] = 4;
+      }
+    }
+    c.step = *gen_step(limits);
+    c.c4a_per_layer = *gen_c4a_outputs(c.step, c.schedule, 1);
+    const ref::Step& s = c.step;
+
+    std::vector<int32_t> c4a_layers;
+    for (size_t l = 0; l < c.schedule.compress_ratios.size(); ++l)
+      if (c.schedule.compress_ratios[l] == 4) c4a_layers.push_back(static_cast<int32_t>(l));
+    auto pick_c4a_layer = [&] {
+      return c4a_layers[static_cast<size_t>(
+          *rc::gen::inRange<int32_t>(0, static_cast<int32_t>(c4a_layers.size())))];
+    };
+    auto note = [&](int32_t layer, const char* where, int32_t row, int32_t col, int32_t v,
+                    const char* what) {
+      std::ostringstream os;
+      os << "layer " << layer << " " << where << "[" << row << "][" << col << "] = " << v << " ("
+         << what << ")";
+      c.notes.push_back(os.str());
+    };
+
+    // The certain one: decode local indices are translated in every column below Kd.
+    {
+      const int32_t layer = pick_c4a_layer();
+      ref::IndexMatrix& m = c.c4a_per_layer[static_cast<size_t>(layer)].decode_local;
+      const int32_t t = *rc::gen::inRange<int32_t>(0, static_cast<int32_t>(m.rows()));
+      const int32_t j = *rc::gen::inRange<int32_t>(0, static_cast<int32_t>(m.cols()));
+      m(t, j) = draw_past_width_index(s);
+      note(layer, "decode_local", t, j, m(t, j), "past the C4A table");
+    }
+
+    const int32_t extras = *rc::gen::inRange<int32_t>(0, 5);
+    for (int32_t e = 0; e < extras; ++e) {
+      const int kind = *rc::gen::inRange<int>(0, 7);
+      if (kind <= 2) {  // C4A values: past the table, past the request, odd negatives
+        const int32_t layer = pick_c4a_layer();
+        ref::C4aIndexerOutput& o = c.c4a_per_layer[static_cast<size_t>(layer)];
+        const int32_t t = *rc::gen::inRange<int32_t>(0, s.num_tokens());
+        const bool decode = t < s.num_decode_tokens;
+        ref::IndexMatrix& m = decode ? o.decode_local : o.prefill_topk;
+        if (m.cols() == 0) continue;
+        const int32_t row = decode ? t : t - s.num_decode_tokens;
+        const int32_t j = *rc::gen::inRange<int32_t>(0, static_cast<int32_t>(m.cols()));
+        const char* where = decode ? "decode_local" : "prefill_topk";
+        if (kind == 0) {
+          m(row, j) = draw_past_width_index(s);
+          note(layer, where, row, j, m(row, j), "past the C4A table");
+        } else if (kind == 1) {
+          // Inside the table's width but past the request's compressed tokens: reaches an
+          // unused entry (-1, 0 or junk).
+          const int32_t width = static_cast<int32_t>(s.c4a.block_table.cols()) * s.c4a.block_size;
+          const int32_t available = (position_of(s, t) + 1) / 4;
+          if (available >= width) continue;
+          m(row, j) = *rc::gen::inRange<int32_t>(available, width);
+          note(layer, where, row, j, m(row, j), "past the request's compressed tokens");
+        } else {
+          m(row, j) = *rc::gen::element<int32_t>(-2, -1000, INT32_MIN);
+          note(layer, where, row, j, m(row, j), "negative, not -1");
+        }
+      } else if (kind == 3) {
+        c.notes.push_back(corrupt_used_block("swa_block_table", c.step.swa, s, 1));
+      } else if (kind == 4) {
+        c.notes.push_back(corrupt_used_block("c4a_block_table", c.step.c4a, s, 4));
+      } else if (kind == 5) {
+        c.notes.push_back(corrupt_used_block("c128a_block_table", c.step.c128a, s, 128));
+      } else {  // any entry, used or an unused tail one
+        ref::PagedCache& cache = **rc::gen::element(&c.step.swa, &c.step.c4a, &c.step.c128a);
+        const int32_t r = *rc::gen::inRange<int32_t>(0, s.num_requests());
+        const int32_t j = *rc::gen::inRange<int32_t>(0, static_cast<int32_t>(cache.block_table.cols()));
+        cache.block_table(r, j) = -7;
+        std::ostringstream os;
+        os << "block table entry [" << r << "][" << j << "] = -7 (block size " << cache.block_size
+           << ")";
+        c.notes.push_back(os.str());
+      }
+    }
+    return c;
+  });
+}
+
+StepCase draw_step_case(const rc::Gen<StepCase>& gen, uint64_t seed, int size) {
+  return gen(rc::Random(seed), size).value();
+}
+
+}  // namespace dsv4::harness

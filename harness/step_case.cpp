@@ -1,0 +1,79 @@
+#include "harness/step_case.h"
+
+#include <ostream>
+#include <sstream>
+
+namespace dsv4::harness {
+namespace {
+
+std::string ratios_text(const ref::ModelSchedule& s) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < s.compress_ratios.size(); ++i) os << (i ? "," : "") << s.compress_ratios[i];
+  os << "]";
+  return os.str();
+}
+
+void print_matrix(std::ostream& os, const char* name, const ref::IndexMatrix& m) {
+  os << "  " << name << " (" << m.rows() << " x " << m.cols() << ")";
+  // Small tensors in full: a shrunk counterexample is small and wants to be read.
+  if (m.size() > 256) {
+    os << " [too large to print]\n";
+    return;
+  }
+  os << ":\n";
+  for (Eigen::Index r = 0; r < m.rows(); ++r) {
+    os << "    ";
+    for (Eigen::Index c = 0; c < m.cols(); ++c) os << (c ? " " : "") << m(r, c);
+    os << "\n";
+  }
+}
+
+}  // namespace
+
+std::string describe(const StepCase& c) {
+  const ref::Step& s = c.step;
+  std::ostringstream os;
+  os << "schedule " << c.schedule.name << " (" << c.schedule.num_layers() << " layers: "
+     << c.schedule.count(ref::LayerKind::kSwaOnly) << " SWA-only, "
+     << c.schedule.count(ref::LayerKind::kC4A) << " C4A, "
+     << c.schedule.count(ref::LayerKind::kC128A) << " C128A) window " << c.schedule.window
+     << " c4a_topk " << c.schedule.c4a_topk << "; R " << s.num_requests() << " T "
+     << s.num_tokens() << " D " << s.num_decode_tokens << "; blocks swa " << s.swa.block_size
+     << "x" << s.swa.block_table.cols() << " c4a " << s.c4a.block_size << "x"
+     << s.c4a.block_table.cols() << " c128a " << s.c128a.block_size << "x"
+     << s.c128a.block_table.cols() << "; max_model_len " << s.max_model_len;
+  return os.str();
+}
+
+void showValue(const StepCase& c, std::ostream& os) {
+  const ref::Step& s = c.step;
+  os << describe(c) << "\n  ratios " << ratios_text(c.schedule) << "\n";
+  for (const std::string& note : c.notes) os << "  note: " << note << "\n";
+  for (int32_t r = 0; r < s.num_requests(); ++r) {
+    const int32_t q = s.query_start_loc(r + 1) - s.query_start_loc(r);
+    const bool decode = s.query_start_loc(r) < s.num_decode_tokens;
+    os << "  request " << r << ": " << (decode ? "decode" : "prefill") << " tokens "
+       << s.query_start_loc(r) << ".." << s.query_start_loc(r + 1) - 1 << " (" << q
+       << ") seq_len " << s.seq_lens(r) << "\n";
+  }
+  if (!s.decode_valid.empty()) {
+    os << "  decode_valid";
+    for (uint8_t v : s.decode_valid) os << " " << static_cast<int>(v);
+    os << "\n";
+  }
+  print_matrix(os, "swa_block_table", s.swa.block_table);
+  print_matrix(os, "c4a_block_table", s.c4a.block_table);
+  print_matrix(os, "c128a_block_table", s.c128a.block_table);
+  for (size_t l = 0; l < c.c4a_per_layer.size(); ++l) {
+    const ref::C4aIndexerOutput& o = c.c4a_per_layer[l];
+    if (o.decode_local.size() == 0 && o.prefill_topk.size() == 0 && o.decode_local.cols() == 0 &&
+        o.prefill_topk.cols() == 0)
+      continue;
+    os << "  layer " << l << " C4A indexer output:\n";
+    print_matrix(os, "decode_local", o.decode_local);
+    print_matrix(os, "prefill_topk", o.prefill_topk);
+  }
+}
+
+}  // namespace dsv4::harness

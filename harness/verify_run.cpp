@@ -1,0 +1,177 @@
+#include "harness/verify_run.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <iomanip>
+#include <mutex>
+#include <ostream>
+#include <sstream>
+#include <thread>
+
+namespace dsv4::harness {
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+StepPlan plan_step(const VerifyOptions& o, int64_t step) {
+  StepPlan plan;
+  plan.schedule = o.schedules[static_cast<size_t>(step % static_cast<int64_t>(o.schedules.size()))];
+  plan.size = static_cast<int>(step % (o.max_size + 1));
+  plan.seed = splitmix64(o.seed ^ splitmix64(static_cast<uint64_t>(step)));
+  plan.corrupted = o.corrupted_every > 0 && step % o.corrupted_every == o.corrupted_every - 1;
+  return plan;
+}
+
+StepCase draw_planned_step(const VerifyOptions& o, const StepPlan& plan) {
+  const rc::Gen<StepCase> gen = plan.corrupted ? gen_corrupted_step_case(plan.schedule, o.limits)
+                                               : gen_step_case(plan.schedule, o.limits);
+  return draw_step_case(gen, plan.seed, plan.size);
+}
+
+std::string replay_command(const VerifyOptions& o, int64_t step) {
+  const VerifyOptions defaults;
+  std::ostringstream os;
+  os << "dsv4 verify --seed " << o.seed << " --schedule " << o.schedule_arg << " --backend "
+     << o.backend_arg << " --max-tokens " << o.limits.max_tokens;
+  if (o.max_size != defaults.max_size) os << " --max-size " << o.max_size;
+  if (o.corrupted_every != defaults.corrupted_every) os << " --corrupted-every " << o.corrupted_every;
+  os << " --step " << step;
+  return os.str();
+}
+
+VerifyResult run_verify(const VerifyOptions& o, std::ostream& progress) {
+  const auto start = std::chrono::steady_clock::now();
+  const int64_t first = o.only_step >= 0 ? o.only_step : 0;
+  const int64_t last = o.only_step >= 0 ? o.only_step + 1 : o.steps;
+  const int64_t total = std::max<int64_t>(last - first, 0);
+  int jobs = o.jobs > 0 ? o.jobs : static_cast<int>(std::thread::hardware_concurrency());
+  jobs = static_cast<int>(std::clamp<int64_t>(jobs, 1, std::max<int64_t>(total, 1)));
+
+  std::atomic<int64_t> next{first}, done{0}, mismatches{0}, corrupted{0};
+  std::mutex generation_mutex;  // RapidCheck's generation context is process-global
+  std::mutex result_mutex;
+  DifferentialSummary totals;
+  std::vector<std::pair<int64_t, DifferentialSummary>> failing;
+  std::exception_ptr fatal;
+  std::atomic<bool> failed{false};
+
+  auto worker = [&] {
+    try {
+      DifferentialOptions options;
+      options.backends = o.backends;
+      DifferentialChecker checker(options);
+      DifferentialSummary local;
+      for (int64_t i = next++; i < last; i = next++) {
+        const StepPlan plan = plan_step(o, i);
+        StepCase c;
+        {
+          std::lock_guard<std::mutex> lock(generation_mutex);
+          c = draw_planned_step(o, plan);
+        }
+        const DifferentialSummary s =
+            checker.check(c, plan.corrupted ? ContentErrorPolicy::kMustMatch : ContentErrorPolicy::kMustBeZero,
+                          replay_command(o, i));
+        if (s.ok()) {
+          local.add(s);
+        } else {
+          std::lock_guard<std::mutex> lock(result_mutex);
+          failing.emplace_back(i, s);
+          mismatches += s.mismatches();
+        }
+        if (plan.corrupted) ++corrupted;
+        ++done;
+      }
+      std::lock_guard<std::mutex> lock(result_mutex);
+      totals.add(local);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(result_mutex);
+      if (!fatal) fatal = std::current_exception();
+      failed = true;
+      next = last;  // stop the others
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int j = 0; j < jobs; ++j) threads.emplace_back(worker);
+
+  // Progress: a live line on a terminal, a line per tenth otherwise.
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  int64_t last_tenth = 0;
+  auto show = [&](bool final_line) {
+    const int64_t d = done.load();
+    const double elapsed = seconds_since(start);
+    std::ostringstream line;
+    line << "verify: " << d << "/" << total << " steps, " << mismatches.load() << " mismatches, "
+         << std::fixed << std::setprecision(1) << elapsed << " s";
+    if (d > 0 && d < total) line << ", ~" << elapsed * static_cast<double>(total - d) / static_cast<double>(d) << " s left";
+    if (tty) {
+      progress << "\r" << line.str() << "    " << (final_line ? "\n" : "") << std::flush;
+    } else if (total > 0 && (d * 10 / total > last_tenth || final_line)) {
+      last_tenth = d * 10 / total;
+      progress << line.str() << "\n" << std::flush;
+    }
+  };
+  if (o.progress) {
+    while (done.load() < total && !failed.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      if (done.load() < total) show(false);
+    }
+  }
+  for (std::thread& t : threads) t.join();
+  if (fatal) std::rethrow_exception(fatal);
+  if (o.progress && total > 0 && (tty || last_tenth < 10)) show(true);
+
+  std::sort(failing.begin(), failing.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& f : failing) totals.add(f.second);
+  VerifyResult result;
+  result.summary = totals;
+  result.corrupted_steps = corrupted.load();
+  result.seconds = seconds_since(start);
+  return result;
+}
+
+void print_summary_table(std::ostream& os, const DifferentialSummary& s, double seconds) {
+  auto row = [&os](const std::string& backend, const std::string& steps, const std::string& layers,
+                   const std::string& uncached, const std::string& cached,
+                   const std::string& mismatches, const std::string& errors) {
+    os << "  " << std::left << std::setw(10) << backend << std::right << std::setw(8) << steps
+       << std::setw(10) << layers << std::setw(17) << uncached << std::setw(17) << cached
+       << std::setw(12) << mismatches << std::setw(16) << errors << "\n";
+  };
+  row("backend", "steps", "layers", "calls uncached", "calls cached", "mismatches", "content errors");
+  const auto n = [](int64_t v) { return std::to_string(v); };
+  row("reference", n(s.steps), n(s.layers), n(s.layers), "-", n(s.reference_mismatches),
+      n(s.reference_content_errors));
+  for (const BackendTotals& b : s.backends) {
+    std::string cached = n(b.calls_cached);
+    if (b.calls_uncached > 0) {
+      const double saved = 100.0 * static_cast<double>(b.calls_uncached - b.calls_cached) /
+                           static_cast<double>(b.calls_uncached);
+      std::ostringstream pct;
+      pct << " (-" << std::fixed << std::setprecision(0) << saved << "%)";
+      cached += pct.str();
+    }
+    row(b.backend, n(b.steps), n(b.layers), n(b.calls_uncached), cached, n(b.mismatches),
+        n(b.content_errors));
+  }
+  os << "  result: " << (s.ok() ? "PASS" : "FAIL") << ", " << s.mismatches() << " mismatch(es) in "
+     << s.steps << " steps, " << std::fixed << std::setprecision(1) << seconds << " s\n";
+}
+
+}  // namespace dsv4::harness
