@@ -1,0 +1,241 @@
+// CUDA implementation of gpu_timing.h (compiled only when DSV4_WITH_CUDA).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+
+#include "bench/gpu_timing.h"
+
+namespace dsv4::bench {
+namespace {
+
+void check(cudaError_t status, const char* call, const char* file, int line) {
+  if (status == cudaSuccess) return;
+  throw std::runtime_error(std::string(file) + ":" + std::to_string(line) + ": " + call +
+                           " failed: " + cudaGetErrorName(status) + " (" +
+                           cudaGetErrorString(status) + ")");
+}
+#define BENCH_CUDA_CHECK(call) check((call), #call, __FILE__, __LINE__)
+
+cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+__device__ __forceinline__ uint64_t globaltimer_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// One thread spins until `ns` nanoseconds of %globaltimer have passed.
+__global__ void busy_wait_kernel(uint64_t ns) {
+  const uint64_t start = globaltimer_ns();
+  while (globaltimer_ns() - start < ns) {
+  }
+}
+
+// One thread: the smallest nonzero step of %globaltimer over `reads` consecutive reads.
+__global__ void globaltimer_tick_kernel(int reads, unsigned long long* tick_ns) {
+  uint64_t best = ~uint64_t{0};
+  uint64_t last = globaltimer_ns();
+  for (int i = 0; i < reads; ++i) {
+    const uint64_t now = globaltimer_ns();
+    if (now != last && now - last < best) best = now - last;
+    last = now;
+  }
+  *tick_ns = best;
+}
+
+}  // namespace
+
+std::string cuda_version_string(int version) {
+  return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
+}
+
+GpuInfo gpu_info() {
+  GpuInfo info;
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess || count == 0) {
+    info.why_absent = status != cudaSuccess
+                          ? std::string("cudaGetDeviceCount: ") + cudaGetErrorString(status)
+                          : std::string("no CUDA device visible");
+    cudaGetLastError();  // clear a sticky "no device" error
+    return info;
+  }
+  cudaDeviceProp p{};
+  if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) {
+    info.why_absent = "cudaGetDeviceProperties failed";
+    cudaGetLastError();
+    return info;
+  }
+  info.present = true;
+  info.name = p.name;
+  info.compute_major = p.major;
+  info.compute_minor = p.minor;
+  info.sm_count = p.multiProcessorCount;
+  info.l2_bytes = p.l2CacheSize;
+  info.global_memory_bytes = static_cast<int64_t>(p.totalGlobalMem);
+  cudaDriverGetVersion(&info.driver_version);
+  cudaRuntimeGetVersion(&info.runtime_version);
+  return info;
+}
+
+GpuStream::GpuStream() {
+  cudaStream_t s = nullptr;
+  BENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  stream_ = s;
+}
+GpuStream::~GpuStream() {
+  if (stream_ != nullptr) cudaStreamDestroy(as_stream(stream_));
+}
+void GpuStream::synchronize() { BENCH_CUDA_CHECK(cudaStreamSynchronize(as_stream(stream_))); }
+
+EventTimer::EventTimer() {
+  cudaEvent_t a = nullptr, b = nullptr;
+  BENCH_CUDA_CHECK(cudaEventCreate(&a));
+  start_ = a;
+  BENCH_CUDA_CHECK(cudaEventCreate(&b));
+  stop_ = b;
+}
+EventTimer::~EventTimer() {
+  if (start_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(start_));
+  if (stop_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(stop_));
+}
+void EventTimer::start(void* stream) {
+  BENCH_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(start_), as_stream(stream)));
+}
+void EventTimer::stop(void* stream) {
+  BENCH_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(stop_), as_stream(stream)));
+}
+double EventTimer::elapsed_us() {
+  BENCH_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(stop_)));
+  float ms = 0;
+  BENCH_CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start_),
+                                        static_cast<cudaEvent_t>(stop_)));
+  return static_cast<double>(ms) * 1000.0;
+}
+
+L2Flusher::L2Flusher() {
+  const GpuInfo info = gpu_info();
+  if (!info.present) throw std::runtime_error("L2Flusher: " + info.why_absent);
+  bytes_ = std::max<size_t>(2 * static_cast<size_t>(info.l2_bytes), size_t{64} << 20);
+  BENCH_CUDA_CHECK(cudaMalloc(&buffer_, bytes_));
+}
+L2Flusher::~L2Flusher() {
+  if (buffer_ != nullptr) cudaFree(buffer_);
+}
+void L2Flusher::flush(void* stream) {
+  value_ = (value_ + 1) & 0xffu;
+  BENCH_CUDA_CHECK(cudaMemsetAsync(buffer_, static_cast<int>(value_), bytes_, as_stream(stream)));
+}
+
+CopyBandwidth measure_copy_bandwidth(size_t bytes, int reps, void* stream) {
+  if (reps < 1) throw std::invalid_argument("measure_copy_bandwidth: reps < 1");
+  void* src = nullptr;
+  void* dst = nullptr;
+  BENCH_CUDA_CHECK(cudaMalloc(&src, bytes));
+  CopyBandwidth out;
+  try {
+    BENCH_CUDA_CHECK(cudaMalloc(&dst, bytes));
+    BENCH_CUDA_CHECK(cudaMemsetAsync(src, 0x5a, bytes, as_stream(stream)));
+    EventTimer timer;
+    for (int i = 0; i < 2 + reps; ++i) {
+      timer.start(stream);
+      BENCH_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, as_stream(stream)));
+      timer.stop(stream);
+      const double us = timer.elapsed_us();
+      if (i >= 2) out.samples_us.push_back(us);
+    }
+  } catch (...) {
+    cudaFree(src);
+    if (dst != nullptr) cudaFree(dst);
+    throw;
+  }
+  BENCH_CUDA_CHECK(cudaFree(src));
+  BENCH_CUDA_CHECK(cudaFree(dst));
+  out.bytes = bytes;
+  out.median_us = median(out.samples_us);
+  const double moved = 2.0 * static_cast<double>(bytes);
+  auto gbps = [&](double us) { return us > 0 ? moved / (us * 1e-6) / 1e9 : 0.0; };
+  out.median_gbps = gbps(out.median_us);
+  out.min_gbps = gbps(*std::max_element(out.samples_us.begin(), out.samples_us.end()));
+  out.max_gbps = gbps(*std::min_element(out.samples_us.begin(), out.samples_us.end()));
+  return out;
+}
+
+void gpu_busy_wait_ns(void* stream, int64_t ns) {
+  if (ns < 0 || ns > 1000000000) {
+    throw std::invalid_argument("gpu_busy_wait_ns: ns " + std::to_string(ns) +
+                                " outside [0, 1e9]");
+  }
+  busy_wait_kernel<<<1, 1, 0, as_stream(stream)>>>(static_cast<uint64_t>(ns));
+  BENCH_CUDA_CHECK(cudaGetLastError());
+}
+
+BusyWaitCalibration calibrate_busy_wait(void* stream) {
+  BusyWaitCalibration cal;
+  unsigned long long* tick = nullptr;
+  BENCH_CUDA_CHECK(cudaMalloc(&tick, sizeof(*tick)));
+  globaltimer_tick_kernel<<<1, 1, 0, as_stream(stream)>>>(100000, tick);
+  cudaError_t status = cudaGetLastError();
+  unsigned long long tick_host = 0;
+  if (status == cudaSuccess) {
+    status = cudaMemcpyAsync(&tick_host, tick, sizeof(tick_host), cudaMemcpyDeviceToHost,
+                             as_stream(stream));
+  }
+  if (status == cudaSuccess) status = cudaStreamSynchronize(as_stream(stream));
+  cudaFree(tick);
+  BENCH_CUDA_CHECK(status);
+  cal.globaltimer_tick_ns = static_cast<double>(tick_host);
+
+  EventTimer timer;
+  gpu_busy_wait_ns(stream, 1000);  // warm-up: module load stays out of the numbers
+  BENCH_CUDA_CHECK(cudaStreamSynchronize(as_stream(stream)));
+  for (double requested : {0.0, 10.0, 50.0, 100.0, 500.0, 2000.0}) {
+    std::vector<double> samples;
+    for (int i = 0; i < 5; ++i) {
+      timer.start(stream);
+      gpu_busy_wait_ns(stream, static_cast<int64_t>(requested * 1000.0));
+      timer.stop(stream);
+      samples.push_back(timer.elapsed_us());
+    }
+    cal.points.push_back({requested, median(samples)});
+  }
+  // Least-squares line through the points of 10 us and up.
+  double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const auto& p : cal.points) {
+    if (p.requested_us < 10.0) continue;
+    n += 1;
+    sx += p.requested_us;
+    sy += p.measured_us;
+    sxx += p.requested_us * p.requested_us;
+    sxy += p.requested_us * p.measured_us;
+  }
+  const double den = n * sxx - sx * sx;
+  if (den > 0) {
+    cal.slope = (n * sxy - sx * sy) / den;
+    cal.offset_us = (sy - cal.slope * sx) / n;
+  }
+  if (!(cal.slope > 0.5 && cal.slope < 2.0)) {
+    std::fprintf(stderr, "warning: busy-wait slope %.3f is implausible; using 1.0\n", cal.slope);
+    cal.slope = 1.0;
+    cal.offset_us = 0.0;
+  }
+  return cal;
+}
+
+void gpu_busy_wait_us(void* stream, const BusyWaitCalibration& calibration, double us) {
+  if (us <= 0) return;
+  const double corrected = std::max(0.0, (us - calibration.offset_us) / calibration.slope);
+  gpu_busy_wait_ns(stream, static_cast<int64_t>(corrected * 1000.0));
+}
+
+}  // namespace dsv4::bench

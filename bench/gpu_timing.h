@@ -1,0 +1,102 @@
+// Device-side timing tools of the benchmarks: CUDA streams and events, an L2 flush, the
+// device-to-device copy bandwidth ceiling and a calibrated busy-wait kernel. Declared in
+// every build; without CUDA compiled in (gpu_timing_host.cpp) gpu_info().present is false
+// and everything else throws std::runtime_error. Every CUDA call is checked: a failure
+// throws std::runtime_error naming the call, the file:line and the CUDA error.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dsv4::bench {
+
+struct GpuInfo {
+  bool present = false;   // CUDA compiled in and a device visible
+  std::string why_absent;  // when !present
+  std::string name;
+  int compute_major = 0, compute_minor = 0;
+  int sm_count = 0;
+  int64_t l2_bytes = 0;
+  int64_t global_memory_bytes = 0;
+  int driver_version = 0;   // cudaDriverGetVersion, e.g. 13000
+  int runtime_version = 0;  // cudaRuntimeGetVersion
+};
+GpuInfo gpu_info();  // device 0; never throws
+std::string cuda_version_string(int version);  // 13000 -> "13.0"
+
+// A non-blocking CUDA stream owned by the benchmark.
+class GpuStream {
+ public:
+  GpuStream();
+  ~GpuStream();
+  GpuStream(const GpuStream&) = delete;
+  GpuStream& operator=(const GpuStream&) = delete;
+  void* get() const { return stream_; }  // cudaStream_t
+  void synchronize();
+
+ private:
+  void* stream_ = nullptr;
+};
+
+// A pair of CUDA events: start/stop recorded on a stream, elapsed time in microseconds.
+class EventTimer {
+ public:
+  EventTimer();
+  ~EventTimer();
+  EventTimer(const EventTimer&) = delete;
+  EventTimer& operator=(const EventTimer&) = delete;
+  void start(void* stream);
+  void stop(void* stream);
+  double elapsed_us();  // waits for the stop event
+
+ private:
+  void* start_ = nullptr;
+  void* stop_ = nullptr;
+};
+
+// Evicts the L2 by writing a buffer of max(2 x L2 size, 64 MiB) on the stream.
+class L2Flusher {
+ public:
+  L2Flusher();
+  ~L2Flusher();
+  L2Flusher(const L2Flusher&) = delete;
+  L2Flusher& operator=(const L2Flusher&) = delete;
+  void flush(void* stream);
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* buffer_ = nullptr;
+  size_t bytes_ = 0;
+  unsigned value_ = 0;
+};
+
+// cudaMemcpyAsync device-to-device of `bytes`, `reps` timed copies after 2 warm-ups; GB/s
+// counts bytes read + written (2 x bytes). The ceiling for a memory-bound build.
+struct CopyBandwidth {
+  size_t bytes = 0;
+  double median_gbps = 0, min_gbps = 0, max_gbps = 0;
+  double median_us = 0;
+  std::vector<double> samples_us;
+};
+CopyBandwidth measure_copy_bandwidth(size_t bytes, int reps, void* stream);
+
+// Launches one thread that spins on %globaltimer for `ns` nanoseconds (at most 1 s) on the
+// stream. The "rest of the layer" of the TTFT simulation and the benchmarks' head start.
+void gpu_busy_wait_ns(void* stream, int64_t ns);
+
+// Event-measured duration of busy-waits: measured_us = offset_us + slope * requested_us,
+// fitted over requests of 10..2000 us (median of 5 each); busy_wait_us() inverts it.
+struct BusyWaitCalibration {
+  struct Point {
+    double requested_us = 0, measured_us = 0;
+  };
+  std::vector<Point> points;
+  double offset_us = 0, slope = 1;
+  double globaltimer_tick_ns = 0;  // smallest nonzero %globaltimer step seen
+};
+BusyWaitCalibration calibrate_busy_wait(void* stream);
+// A busy-wait that the calibration says takes `us` on the stream (no launch for us <= 0).
+void gpu_busy_wait_us(void* stream, const BusyWaitCalibration& calibration, double us);
+
+}  // namespace dsv4::bench

@@ -1,0 +1,44 @@
+// gpu_timing.h in a build without CUDA: no device, and every device tool refuses to run.
+#include <stdexcept>
+
+#include "bench/gpu_timing.h"
+
+namespace dsv4::bench {
+namespace {
+
+[[noreturn]] void no_cuda(const char* what) {
+  throw std::runtime_error(std::string(what) + ": built without CUDA (DSV4_CUDA=OFF)");
+}
+
+}  // namespace
+
+std::string cuda_version_string(int version) {
+  return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
+}
+
+GpuInfo gpu_info() {
+  GpuInfo info;
+  info.why_absent = "built without CUDA (DSV4_CUDA=OFF)";
+  return info;
+}
+
+GpuStream::GpuStream() { no_cuda("GpuStream"); }
+GpuStream::~GpuStream() = default;
+void GpuStream::synchronize() { no_cuda("GpuStream::synchronize"); }
+
+EventTimer::EventTimer() { no_cuda("EventTimer"); }
+EventTimer::~EventTimer() = default;
+void EventTimer::start(void*) { no_cuda("EventTimer::start"); }
+void EventTimer::stop(void*) { no_cuda("EventTimer::stop"); }
+double EventTimer::elapsed_us() { no_cuda("EventTimer::elapsed_us"); }
+
+L2Flusher::L2Flusher() { no_cuda("L2Flusher"); }
+L2Flusher::~L2Flusher() = default;
+void L2Flusher::flush(void*) { no_cuda("L2Flusher::flush"); }
+
+CopyBandwidth measure_copy_bandwidth(size_t, int, void*) { no_cuda("measure_copy_bandwidth"); }
+void gpu_busy_wait_ns(void*, int64_t) { no_cuda("gpu_busy_wait_ns"); }
+BusyWaitCalibration calibrate_busy_wait(void*) { no_cuda("calibrate_busy_wait"); }
+void gpu_busy_wait_us(void*, const BusyWaitCalibration&, double) { no_cuda("gpu_busy_wait_us"); }
+
+}  // namespace dsv4::bench

@@ -1,0 +1,247 @@
+// step_bench: the index cost of one whole engine step, every layer of the schedule (Flash 43,
+// Pro 61), uncached vs cached (issue 3 §4).
+//
+// <prefix>/step/<model>/<case>/<uncached|cached>: per iteration one StepIndexer (its
+// construction validates the step) and one layer_indices() call per layer, then end_step().
+// device_us: CUDA events around all of that, after an L2 flush and a busy-wait head start
+// long enough for the host to enqueue the whole step first (gpu_waited_on_host > 0 says it
+// was not: the device time then includes host latency). host_us: host wall time of the
+// construction and the layer calls, without the final sync. builder_calls: builds per step
+// (checked: uncached = layers, cached = C4A layers + cacheable kinds present).
+// cpu/...: the host backend (CPU timings): device_us = host_us = wall time.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include "bench/bench_cases.h"
+#include "bench/bench_common.h"
+#include "bench/gpu_timing.h"
+#include "optimized/step_indexer.h"
+
+namespace dsv4::bench {
+namespace {
+
+constexpr int kCudaIterations = 40;
+
+// Device+host target per cached prefill-8K step (issue 3): Flash 250 us, Pro 400 us.
+double target_us(const std::string& model, const std::string& case_name, bool cached) {
+  if (!cached || case_name != "prefill8K") return 0;
+  return model == "flash" ? 250.0 : model == "pro" ? 400.0 : 0.0;
+}
+
+struct StepConfig {
+  opt::Backend backend;
+  std::string model;
+  std::string case_name;
+  bool cached;
+  std::string staging_key() const {
+    return std::string(timing_prefix(backend)) + "/" + model + "/" + case_name;
+  }
+  std::string name() const {
+    return std::string(timing_prefix(backend)) + "/step/" + model + "/" + case_name + "/" +
+           (cached ? "cached" : "uncached");
+  }
+};
+
+struct Run {
+  GpuInfo gpu;
+  std::unique_ptr<GpuStream> stream;
+  std::unique_ptr<L2Flusher> flusher;
+  std::map<opt::Backend, std::unique_ptr<opt::MixedSparseIndicesBuilder>> builders;
+  std::string staged_key;
+  std::unique_ptr<StagedStep> staged;  // the most recent (backend, model, case) only
+  std::string staging_error;
+  void tear_down() {
+    staged.reset();
+    builders.clear();
+    flusher.reset();
+    stream.reset();
+  }
+};
+Run& run() {
+  static Run r;
+  return r;
+}
+
+void* cuda_stream(opt::Backend backend) {
+  return backend == opt::Backend::kCuda ? run().stream->get() : nullptr;
+}
+
+opt::MixedSparseIndicesBuilder& builder(opt::Backend backend) {
+  auto& b = run().builders[backend];
+  if (!b) b = make_builder(backend, cuda_stream(backend));
+  return *b;
+}
+
+// Stages the config's step for every layer (uncached and cached share it).
+const StagedStep* staged_step(const StepConfig& cfg) {
+  Run& r = run();
+  if (r.staged_key != cfg.staging_key()) {
+    r.staged.reset();
+    r.staging_error.clear();
+    r.staged_key = cfg.staging_key();
+    try {
+      r.staged = stage_step(cfg.backend, bench_case(cfg.case_name).shape,
+                            model_schedule(cfg.model), /*keep_host=*/false);
+    } catch (const std::exception& e) {
+      r.staging_error = cfg.staging_key() + ": staging failed: " + e.what();
+    }
+  }
+  return r.staged.get();
+}
+
+int cpu_iterations(const BenchCase& c, const ref::ModelSchedule& model) {
+  const harness::StepShape& s = c.shape;
+  const double tokens = static_cast<double>(s.num_decodes) * s.decode_tokens_each +
+                        static_cast<double>(s.num_prefills) * s.prefill_tokens_each;
+  const double elements = tokens * (model.window + std::max(model.c4a_topk, 1024)) * model.num_layers();
+  return std::clamp(static_cast<int>(1e8 / elements), 1, 50);
+}
+
+struct StepTiming {
+  double device_us = 0, host_us = 0;
+  int64_t builder_calls = 0, content_errors = 0;
+};
+
+// One step: StepIndexer + every layer, timed; outputs released afterwards.
+StepTiming run_step(const StepConfig& cfg, const StagedStep& s, double head_start_us,
+                    EventTimer* timer) {
+  opt::MixedSparseIndicesBuilder& b = builder(cfg.backend);
+  void* stream = cuda_stream(cfg.backend);
+  if (timer != nullptr) {
+    run().flusher->flush(stream);
+    gpu_busy_wait_ns(stream, static_cast<int64_t>(head_start_us * 1000.0));
+    timer->start(stream);
+  }
+  StepTiming out;
+  const double t0 = now_us();
+  opt::StepIndexer indexer(b, s.staged->inputs(), opt::CacheOptions{cfg.cached, false});
+  const std::vector<int32_t>& ratios = s.schedule.compress_ratios;
+  for (int32_t l = 0; l < static_cast<int32_t>(ratios.size()); ++l) {
+    benchmark::DoNotOptimize(
+        indexer.layer_indices(ratios[static_cast<size_t>(l)], s.staged->c4a(l)).sparse_indices);
+  }
+  out.host_us = now_us() - t0;
+  out.device_us = out.host_us;
+  if (timer != nullptr) {
+    timer->stop(stream);
+    out.device_us = timer->elapsed_us();
+  }
+  out.builder_calls = indexer.cache().builder_calls();
+  out.content_errors = indexer.content_errors();
+  indexer.end_step();
+  return out;
+}
+
+void BM_step(benchmark::State& state, StepConfig cfg) {
+  const StagedStep* s = staged_step(cfg);
+  if (s == nullptr) {
+    state.SkipWithError(run().staging_error.c_str());
+    return;
+  }
+  const bool cuda = cfg.backend == opt::Backend::kCuda;
+  const int64_t expected_calls = expected_builder_calls(s->schedule, cfg.cached);
+  double device_total = 0, host_total = 0, head_start_us = 1000;
+  int64_t n = 0, host_late = 0;
+  try {
+    std::unique_ptr<EventTimer> timer;
+    if (cuda) timer = std::make_unique<EventTimer>();
+    run_step(cfg, *s, head_start_us, timer.get());  // warm-up: workspace grown, code loaded
+    for (auto _ : state) {
+      const StepTiming t = run_step(cfg, *s, head_start_us, timer.get());
+      if (t.builder_calls != expected_calls || t.content_errors != 0) {
+        state.SkipWithError((cfg.name() + ": " + std::to_string(t.builder_calls) +
+                             " builder calls (expected " + std::to_string(expected_calls) +
+                             "), " + std::to_string(t.content_errors) + " content errors")
+                                .c_str());
+        return;
+      }
+      if (cuda && t.host_us > head_start_us) ++host_late;
+      // The next head start covers twice this step's host time.
+      head_start_us = std::clamp(2.0 * t.host_us + 50.0, 100.0, 20000.0);
+      state.SetIterationTime(t.device_us * 1e-6);
+      device_total += t.device_us;
+      host_total += t.host_us;
+      ++n;
+    }
+  } catch (const std::exception& e) {
+    state.SkipWithError((cfg.name() + ": " + e.what()).c_str());
+    return;
+  }
+  if (n == 0) return;
+  const double device_us = device_total / static_cast<double>(n);
+  const double host_us = host_total / static_cast<double>(n);
+  state.counters["device_us"] = device_us;
+  state.counters["host_us"] = host_us;
+  state.counters["dev_plus_host_us"] = device_us + host_us;
+  state.counters["builder_calls"] = static_cast<double>(expected_calls);
+  state.counters["layers"] = s->schedule.num_layers();
+  if (cuda) state.counters["gpu_waited_on_host"] = static_cast<double>(host_late) / static_cast<double>(n);
+  std::ostringstream label;
+  label << (cuda ? "CUDA events, L2 flushed" : "CPU timings (host backend)");
+  const double target = target_us(cfg.model, cfg.case_name, cfg.cached);
+  if (target > 0) {
+    state.counters["target_us"] = target;
+    label << "; target dev+host<=" << target << "us: " << static_cast<int>(device_us + host_us + 0.5)
+          << "us " << (device_us + host_us <= target ? "MET" : "MISSED");
+    if (!cuda) label << " (target is for the H200)";
+  }
+  state.SetLabel(label.str());
+}
+
+void register_benchmarks(const BackendChoice& backends) {
+  for (opt::Backend backend : backends.list()) {
+    for (const BenchCase& c : bench_cases()) {
+      for (const std::string& model : model_names()) {
+        for (bool cached : {false, true}) {
+          const StepConfig cfg{backend, model, c.name, cached};
+          benchmark::RegisterBenchmark(cfg.name().c_str(), BM_step, cfg)
+              ->UseManualTime()
+              ->Iterations(backend == opt::Backend::kCuda ? kCudaIterations
+                                                          : cpu_iterations(c, model_schedule(model)))
+              ->Unit(benchmark::kMicrosecond);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dsv4::bench
+
+int main(int argc, char** argv) {
+  using namespace dsv4::bench;
+  try {
+    const BackendChoice backends = parse_backends(&argc, argv);
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+    Run& r = run();
+    r.gpu = gpu_info();
+    const std::string device = device_line(r.gpu, backends.cuda);
+    std::printf("step_bench: %s\n", device.c_str());
+    std::printf("step_bench: targets (H200): Flash prefill 8K cached device+host <= 250 us, "
+                "Pro <= 400 us\n");
+    std::fflush(stdout);
+    benchmark::AddCustomContext("dsv4_device", device);
+    benchmark::AddCustomContext("dsv4_commit", build_commit());
+    if (backends.cuda) {
+      r.stream = std::make_unique<GpuStream>();
+      r.flusher = std::make_unique<L2Flusher>();
+      benchmark::AddCustomContext("dsv4_gpu", r.gpu.name);
+    }
+    register_benchmarks(backends);
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    r.tear_down();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "step_bench: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,252 @@
+#!/usr/bin/env python3
+"""Turns a benchmark run's JSON (kernel_bench.json, step_bench.json, ttft.json in DIR) into
+DIR/summary.md: the tables the README shows and the targets met or missed, with margins.
+
+usage: summarize.py DIR [--out FILE] [--require a.json,b.json]
+Standard library only. Missing inputs are skipped (unless --require names them).
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+
+BUILD_HOST_TARGET_US = 5.0
+CACHE_HIT_TARGET_US = 0.2
+STEP_TARGETS_US = {"flash": 250.0, "pro": 400.0}  # prefill 8K cached, device + host
+
+KIND_ORDER = {"SWA-only": 0, "C4A": 1, "C128A": 2}
+CASE_ORDER = ["decode64_ctx8K", "decode256_ctx32K", "prefill1K", "prefill8K",
+              "prefill8K_ctx120K", "decode32_prefill8K"]
+COUNTERS = ["device_us", "host_us", "bytes", "GBps", "pct_of_copy_bw", "copy_GBps",
+            "dev_plus_host_us", "builder_calls", "layers", "gpu_waited_on_host",
+            "startup_median_GBps", "tokens", "width"]
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def collapse(doc):
+    """name -> {counter: value, 'label', 'error'}: the median aggregate where repetitions ran,
+    else the median over the iteration rows."""
+    rows, medians, errors = {}, {}, {}
+    for b in doc.get("benchmarks", []):
+        name = b.get("run_name", b["name"])
+        if b.get("error_occurred"):
+            errors[name] = b.get("error_message", "error")
+            continue
+        if b.get("run_type") == "aggregate":
+            if b.get("aggregate_name") == "median":
+                medians[name] = b
+            continue
+        rows.setdefault(name, []).append(b)
+    out = {}
+    for name in list(rows) + [n for n in medians if n not in rows]:
+        reps = rows.get(name, [])
+        entry = {"label": (reps[0].get("label", "") if reps else medians[name].get("label", "")),
+                 "repetitions": len(reps)}
+        for c in COUNTERS:
+            if name in medians and c in medians[name]:
+                entry[c] = medians[name][c]
+            elif reps and c in reps[0]:
+                entry[c] = statistics.median(r[c] for r in reps if c in r)
+        out[name] = entry
+    for name, msg in errors.items():
+        out.setdefault(name, {})["error"] = msg
+    return out
+
+
+def fmt(v, digits=1):
+    if v is None:
+        return "–"
+    return f"{v:,.{digits}f}"
+
+
+def verdict(value, target):
+    """'MET (62 us margin)' / 'MISSED (by 12 us)'."""
+    if value is None:
+        return "not measured"
+    if value <= target:
+        return f"MET ({fmt(target - value, 2)} us margin, {fmt(100 * (target - value) / target)} %)"
+    return f"MISSED (by {fmt(value - target, 2)} us, {fmt(100 * (value - target) / target)} %)"
+
+
+def timing_note(prefix):
+    return "CUDA device timings" if prefix == "cuda" else "CPU timings (host backend; targets are for the H200)"
+
+
+def kernel_section(doc, lines, targets):
+    ctx = doc.get("context", {})
+    runs = collapse(doc)
+    copy_bw = None
+    for name, r in runs.items():
+        if "/copy_bw/" in name and "GBps" in r:
+            copy_bw = r["GBps"]
+    startup_bw = ctx.get("dsv4_copy_bw_GBps")
+    lines.append("## Kernel: one build per layer kind\n")
+    if "dsv4_device" in ctx:
+        lines.append(f"- {ctx['dsv4_device']}")
+    if copy_bw is not None or startup_bw is not None:
+        lines.append(f"- device-to-device copy bandwidth (bytes read + written): "
+                     f"{fmt(copy_bw)} GB/s (copy_bw benchmark), "
+                     f"{fmt(float(startup_bw)) if startup_bw else '–'} GB/s at start-up "
+                     f"(the denominator of % copy BW)")
+    lines.append("- device us: CUDA events around one build() after an L2 flush (CPU timings: "
+                 "wall time); host us: the build() call alone, launch included, no sync\n")
+    kernels = []
+    for name, r in runs.items():
+        parts = name.split("/")
+        if len(parts) == 5 and parts[1] == "kernel":
+            kernels.append((parts[0], parts[2], parts[3], parts[4], r))
+    if kernels:
+        lines.append("| timing | model | kind | case | device us | GB/s | % copy BW | host us |")
+        lines.append("|---|---|---|---|---:|---:|---:|---:|")
+        kernels.sort(key=lambda k: (k[0], k[1], KIND_ORDER.get(k[2], 9),
+                                    CASE_ORDER.index(k[3]) if k[3] in CASE_ORDER else 99))
+        for prefix, model, kind, case, r in kernels:
+            if "error" in r:
+                lines.append(f"| {prefix} | {model} | {kind} | {case} | ERROR: {r['error']} | | | |")
+                continue
+            lines.append(f"| {prefix} | {model} | {kind} | {case} | {fmt(r.get('device_us'), 2)} | "
+                         f"{fmt(r.get('GBps'))} | {fmt(r.get('pct_of_copy_bw'))} | "
+                         f"{fmt(r.get('host_us'), 2)} |")
+        lines.append("")
+        for prefix in sorted({k[0] for k in kernels}):
+            hosts = [(k[4].get("host_us"), k) for k in kernels if k[0] == prefix and "host_us" in k[4]]
+            if hosts:
+                worst, k = max(hosts, key=lambda h: h[0])
+                targets.append((f"build() call host time, worst case ({k[1]} {k[2]} {k[3]})",
+                                prefix, worst, BUILD_HOST_TARGET_US))
+    hits = []
+    for name, r in runs.items():
+        parts = name.split("/")
+        if len(parts) == 3 and parts[1] in ("cache_hit", "indexer_hit"):
+            hits.append((parts[0], parts[1], parts[2], r))
+    if hits:
+        lines.append("| timing | lookup | kind | host us per hit |")
+        lines.append("|---|---|---|---:|")
+        for prefix, what, kind, r in sorted(hits, key=lambda h: (h[0], h[1], KIND_ORDER.get(h[2], 9))):
+            lines.append(f"| {prefix} | {what} | {kind} | {fmt(r.get('host_us'), 3)} |")
+            if what == "cache_hit":
+                targets.append((f"StepIndexCache hit host time ({kind})", prefix,
+                                r.get("host_us"), CACHE_HIT_TARGET_US))
+        lines.append("")
+    errors = [(n, r["error"]) for n, r in runs.items() if "error" in r]
+    return errors
+
+
+def step_section(doc, lines, targets):
+    runs = collapse(doc)
+    steps = {}
+    for name, r in runs.items():
+        parts = name.split("/")
+        if len(parts) == 5 and parts[1] == "step":
+            steps.setdefault((parts[0], parts[2], parts[3]), {})[parts[4]] = r
+    lines.append("## Step: every layer of the schedule, uncached vs cached\n")
+    ctx = doc.get("context", {})
+    if "dsv4_device" in ctx:
+        lines.append(f"- {ctx['dsv4_device']}")
+    lines.append("- device us: CUDA events around StepIndexer construction + all layer calls "
+                 "(CPU timings: wall time); host us: wall time of those calls without the final sync\n")
+    if steps:
+        lines.append("| timing | model | case | builds | device us uncached | device us cached | "
+                     "host us uncached | host us cached | device+host cached | saved |")
+        lines.append("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+        keys = sorted(steps, key=lambda k: (k[0], k[1], CASE_ORDER.index(k[2]) if k[2] in CASE_ORDER else 99))
+        for key in keys:
+            u, c = steps[key].get("uncached", {}), steps[key].get("cached", {})
+            if "error" in u or "error" in c:
+                lines.append(f"| {key[0]} | {key[1]} | {key[2]} | ERROR: {u.get('error', c.get('error'))} "
+                             "| | | | | | |")
+                continue
+            ud, cd = u.get("device_us"), c.get("device_us")
+            uh, ch = u.get("host_us"), c.get("host_us")
+            saved = None
+            if None not in (ud, cd, uh, ch) and ud + uh > 0:
+                saved = 100 * ((ud + uh) - (cd + ch)) / (ud + uh)
+            builds = f"{fmt(u.get('builder_calls'), 0)} -> {fmt(c.get('builder_calls'), 0)}"
+            lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {builds} | {fmt(ud, 1)} | {fmt(cd, 1)} | "
+                         f"{fmt(uh, 1)} | {fmt(ch, 1)} | {fmt(c.get('dev_plus_host_us'), 1)} | "
+                         f"{fmt(saved)} % |")
+            if key[2] == "prefill8K" and key[1] in STEP_TARGETS_US:
+                targets.append((f"{key[1]} prefill 8K step, cached, device+host", key[0],
+                                c.get("dev_plus_host_us"), STEP_TARGETS_US[key[1]]))
+        lines.append("")
+    return [(n, r["error"]) for n, r in runs.items() if "error" in r]
+
+
+def ttft_section(doc, lines):
+    meta = doc.get("metadata", {})
+    lines.append("## TTFT: chunked prefill through the whole schedule\n")
+    lines.append(f"- {meta.get('timing', '')}; GPU {meta.get('gpu_name', '?')}, driver "
+                 f"{meta.get('driver_version', '?')}, runtime {meta.get('cuda_runtime_version', '?')}, "
+                 f"commit {meta.get('git_commit', '?')}, {meta.get('date', '')}")
+    lines.append(f"- {meta.get('chunk_tokens', '?')} tokens per step; rest of layer: "
+                 f"{meta.get('rest_of_layer', '?')}; gain = (uncached - cached) / uncached, "
+                 f"median of {meta.get('reps', '?')}\n")
+    lines.append("| model | prompt | background decodes | rest of layer us | TTFT uncached ms | "
+                 "TTFT cached ms | gain % |")
+    lines.append("|---|---:|---:|---:|---:|---:|---:|")
+    for r in doc.get("results", []):
+        lines.append(f"| {r['model']} | {r['prompt_tokens']} | {r['background_decodes']} | "
+                     f"{fmt(r['rest_of_layer_us'], 0)} | {fmt(r['uncached_ms'], 3)} | "
+                     f"{fmt(r['cached_ms'], 3)} | {fmt(r['gain_pct'], 2)} |")
+    lines.append("")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("dir")
+    ap.add_argument("--out", help="default: DIR/summary.md")
+    ap.add_argument("--require", default="", help="comma-separated inputs that must exist")
+    args = ap.parse_args()
+    missing = [f for f in args.require.split(",") if f and not os.path.exists(os.path.join(args.dir, f))]
+    if missing:
+        print(f"summarize.py: missing {', '.join(missing)} in {args.dir}", file=sys.stderr)
+        return 1
+
+    lines = ["# Benchmark summary\n"]
+    targets, errors = [], []
+    found = 0
+    for fname, section in (("kernel_bench.json", kernel_section), ("step_bench.json", step_section)):
+        path = os.path.join(args.dir, fname)
+        if os.path.exists(path):
+            found += 1
+            errors += section(load(path), lines, targets)
+    ttft_path = os.path.join(args.dir, "ttft.json")
+    if os.path.exists(ttft_path):
+        found += 1
+        ttft_section(load(ttft_path), lines)
+    if found == 0:
+        print(f"summarize.py: no kernel_bench.json, step_bench.json or ttft.json in {args.dir}",
+              file=sys.stderr)
+        return 1
+
+    lines.append("## Targets\n")
+    if targets:
+        lines.append("| target | timing | measured us | target us | verdict |")
+        lines.append("|---|---|---:|---:|---|")
+        for what, prefix, value, target in targets:
+            lines.append(f"| {what} | {timing_note(prefix)} | {fmt(value, 3)} | {fmt(target, 1)} | "
+                         f"{verdict(value, target)} |")
+    else:
+        lines.append("(no targeted benchmark in these results)")
+    lines.append("")
+    if errors:
+        lines.append("## Errors\n")
+        for name, msg in errors:
+            lines.append(f"- `{name}`: {msg}")
+        lines.append("")
+
+    out = args.out or os.path.join(args.dir, "summary.md")
+    with open(out, "w") as f:
+        f.write("\n".join(lines))
+    print("\n".join(lines))
+    print(f"summarize.py: wrote {out}")
+    return 2 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
