@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# On a CUDA machine: build with CUDA, run the GPU tests, compute-sanitizer memcheck and
+# racecheck over them, and `dsv4 verify` on both backends. Logs go to OUTDIR.
+# DEPS (optional): a folder with usr/ holding RapidCheck and nlohmann_json, for machines
+# that can't apt-get them.
+set -uo pipefail
+out=${1:?usage: gpu_check.sh OUTDIR [VERIFY_STEPS]}
+steps=${2:-10000}
+cd "$(dirname "$0")/.."
+mkdir -p "$out"
+extra=()
+if [ -n "${DEPS:-}" ]; then
+  extra=(-DCMAKE_PREFIX_PATH="$DEPS/usr" -Drapidcheck_DIR="$DEPS/usr/lib/x86_64-linux-gnu/cmake/rapidcheck"
+         -Dnlohmann_json_DIR="$DEPS/usr/share/cmake/nlohmann_json")
+fi
+status=0
+step() { echo "== $1: $2" | tee -a "$out/summary.txt"; }
+{ nvidia-smi; nvcc --version; git rev-parse HEAD 2>/dev/null; } > "$out/env.txt" 2>&1
+BUILD_DIR=build-gpu ./scripts/build.sh -DDSV4_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 "${extra[@]}" \
+  > "$out/build.log" 2>&1 || { step build FAILED; tail -50 "$out/build.log"; exit 1; }
+step build ok
+ctest --test-dir build-gpu -L gpu --output-on-failure > "$out/gpu_tests.log" 2>&1 && r=ok || { r=FAILED; status=1; }
+step "gpu tests" "$r ($(grep -E 'tests passed|tests failed' "$out/gpu_tests.log" | tail -1))"
+grep -c "Skipped\|SKIPPED" "$out/gpu_tests.log" | xargs echo "   skipped lines:" | tee -a "$out/summary.txt"
+for tool in memcheck racecheck; do
+  compute-sanitizer --tool $tool --error-exitcode 3 --leak-check full ./build-gpu/tests/gpu_tests \
+    > "$out/sanitizer_$tool.log" 2>&1 && r=ok || { r="FAILED rc=$?"; status=1; }
+  step "compute-sanitizer $tool" "$r ($(grep -E 'ERROR SUMMARY' "$out/sanitizer_$tool.log" | tail -1))"
+done
+./build-gpu/harness/dsv4 verify --steps "$steps" --backend all > "$out/verify.log" 2>&1 && r=ok || { r=FAILED; status=1; }
+step "dsv4 verify --steps $steps --backend all" "$r"
+tail -25 "$out/verify.log" | tee -a "$out/summary.txt"
+exit $status
