@@ -114,12 +114,14 @@ bool is_padding(const ref::Step& s, int32_t t) {
 enum class StepShapeClass { kEmpty, kSingleToken, kDecodeOnly, kPrefillOnly, kMixed };
 
 // Prior context: mostly short (around the window), sometimes long (C128A has entries,
-// capacity boundaries of odd block sizes are crossed).
+// capacity boundaries of odd block sizes are crossed), sometimes near the limit (past
+// 128 * 129 tokens the C128A effective width outgrows 128).
 int32_t draw_prior_context(int32_t max_ctx) {
   return *rc::gen::weightedOneOf<int32_t>(
       {{4, rc::gen::inRange<int32_t>(0, std::min(max_ctx, 300) + 1)},
        {2, rc::gen::inRange<int32_t>(0, std::min(max_ctx, 5000) + 1)},
-       {1, rc::gen::inRange<int32_t>(0, max_ctx + 1)}});
+       {1, rc::gen::inRange<int32_t>(0, max_ctx + 1)},
+       {1, rc::gen::inRange<int32_t>(max_ctx - std::min(max_ctx, 4000), max_ctx + 1)}});
 }
 
 struct BlockSizes {
@@ -230,7 +232,8 @@ rc::Gen<ref::ModelSchedule> gen_schedule(ScheduleChoice choice) {
 rc::Gen<ref::Step> gen_step(StepLimits lim) {
   return rc::gen::exec([lim] {
     const int size = current_size();
-    const int32_t max_tokens = std::max(1, std::min(lim.max_tokens, 1 + size * 3));
+    const auto max_tokens = static_cast<int32_t>(
+        std::max<int64_t>(1, static_cast<int64_t>(lim.max_tokens) * size / rc::kNominalSize));
     const int32_t max_requests = std::max(1, std::min(lim.max_requests, 1 + size / 5));
     const auto max_ctx = static_cast<int32_t>(
         std::min<int64_t>(lim.max_context, 16 + static_cast<int64_t>(size) * size * 4));

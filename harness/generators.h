@@ -20,7 +20,7 @@ const char* schedule_choice_name(ScheduleChoice choice);  // "flash", "pro", "ra
 std::optional<ScheduleChoice> parse_schedule_choice(const std::string& name);
 
 // Upper bounds on a generated step; RapidCheck's size scales within them (size 0: at most
-// one token, short contexts; size 100: the full bounds).
+// one token and request, contexts under 16 tokens; size 100: the full bounds).
 struct StepLimits {
   int32_t max_tokens = 64;          // T
   int32_t max_requests = 8;         // R

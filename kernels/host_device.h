@@ -5,9 +5,14 @@
 #if defined(__CUDACC__)
 #define DSV4_HD __host__ __device__
 #define DSV4_INLINE __forceinline__
-#define DSV4_UNROLL _Pragma("unroll")
 #else
 #define DSV4_HD
 #define DSV4_INLINE inline
+#endif
+
+// Unroll hint for the device pass only (the host compiler would warn on the pragma).
+#if defined(__CUDA_ARCH__)
+#define DSV4_UNROLL _Pragma("unroll")
+#else
 #define DSV4_UNROLL
 #endif

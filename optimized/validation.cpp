@@ -65,8 +65,9 @@ void validate_request_shape(const BuildRequest& r) {
            ": the output width W + P exceeds int32");
   }
 
+  // As the reference: with no decode token the column count of decode_swa_indices is moot.
   check_matrix("decode_swa_indices", r.decode_swa_indices, r.num_decode_tokens, "D",
-               r.window, "window");
+               r.num_decode_tokens > 0 ? r.window : r.decode_swa_indices.cols, "window");
   if (decode_width > 0) {  // zero columns: absent, any row count
     check_matrix("decode_compressed", r.decode_compressed, r.num_decode_tokens, "D", decode_width,
                  "Kd");
