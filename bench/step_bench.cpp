@@ -8,7 +8,7 @@
 // was not: the device time then includes host latency). host_us: host wall time of the
 // construction and the layer calls, without the final sync. builder_calls: builds per step
 // (checked: uncached = layers, cached = C4A layers + cacheable kinds present).
-// cpu/...: the host backend (CPU timings): device_us = host_us = wall time.
+// cpu/...: the host backend (CPU timings): device_us = host_us = dev_plus_host_us = wall time.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -179,7 +179,9 @@ void BM_step(benchmark::State& state, StepConfig cfg) {
   const double host_us = host_total / static_cast<double>(n);
   state.counters["device_us"] = device_us;
   state.counters["host_us"] = host_us;
-  state.counters["dev_plus_host_us"] = device_us + host_us;
+  // Host backend: the build runs inside the host calls, so the total is the wall time alone.
+  const double total_us = cuda ? device_us + host_us : host_us;
+  state.counters["dev_plus_host_us"] = total_us;
   state.counters["builder_calls"] = static_cast<double>(expected_calls);
   state.counters["layers"] = s->schedule.num_layers();
   if (cuda) state.counters["gpu_waited_on_host"] = static_cast<double>(host_late) / static_cast<double>(n);
@@ -188,8 +190,8 @@ void BM_step(benchmark::State& state, StepConfig cfg) {
   const double target = target_us(cfg.model, cfg.case_name, cfg.cached);
   if (target > 0) {
     state.counters["target_us"] = target;
-    label << "; target dev+host<=" << target << "us: " << static_cast<int>(device_us + host_us + 0.5)
-          << "us " << (device_us + host_us <= target ? "MET" : "MISSED");
+    label << "; target dev+host<=" << target << "us: " << static_cast<int>(total_us + 0.5) << "us "
+          << (total_us <= target ? "MET" : "MISSED");
     if (!cuda) label << " (target is for the H200)";
   }
   state.SetLabel(label.str());

@@ -24,8 +24,19 @@ COUNTERS = ["device_us", "host_us", "bytes", "GBps", "pct_of_copy_bw", "copy_GBp
 
 
 def load(path):
-    with open(path) as f:
-        return json.load(f)
+    """The parsed JSON, or None (with a message) when a killed run left it truncated."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        print(f"summarize.py: cannot read {path}: {e}", file=sys.stderr)
+        return None
+
+
+def base_name(name):
+    """Drops Google Benchmark's suffixes: cpu/x/y/iterations:3/manual_time -> cpu/x/y."""
+    return "/".join(p for p in name.split("/")
+                    if ":" not in p and p not in ("manual_time", "real_time", "process_time"))
 
 
 def collapse(doc):
@@ -33,7 +44,7 @@ def collapse(doc):
     else the median over the iteration rows."""
     rows, medians, errors = {}, {}, {}
     for b in doc.get("benchmarks", []):
-        name = b.get("run_name", b["name"])
+        name = base_name(b.get("run_name", b["name"]))
         if b.get("error_occurred"):
             errors[name] = b.get("error_message", "error")
             continue
@@ -113,7 +124,8 @@ def kernel_section(doc, lines, targets):
                          f"{fmt(r.get('GBps'))} | {fmt(r.get('pct_of_copy_bw'))} | "
                          f"{fmt(r.get('host_us'), 2)} |")
         lines.append("")
-        for prefix in sorted({k[0] for k in kernels}):
+        # The host backend's build() is the whole build: the launch-cost target is CUDA's.
+        for prefix in sorted({k[0] for k in kernels} & {"cuda"}):
             hosts = [(k[4].get("host_us"), k) for k in kernels if k[0] == prefix and "host_us" in k[4]]
             if hosts:
                 worst, k = max(hosts, key=lambda h: h[0])
@@ -149,27 +161,26 @@ def step_section(doc, lines, targets):
     if "dsv4_device" in ctx:
         lines.append(f"- {ctx['dsv4_device']}")
     lines.append("- device us: CUDA events around StepIndexer construction + all layer calls "
-                 "(CPU timings: wall time); host us: wall time of those calls without the final sync\n")
+                 "(CPU timings: wall time); host us: wall time of those calls without the final sync; "
+                 "total = device + host (CPU timings: the wall time); saved = total's reduction\n")
     if steps:
         lines.append("| timing | model | case | builds | device us uncached | device us cached | "
-                     "host us uncached | host us cached | device+host cached | saved |")
-        lines.append("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+                     "host us uncached | host us cached | total uncached | total cached | saved |")
+        lines.append("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         keys = sorted(steps, key=lambda k: (k[0], k[1], CASE_ORDER.index(k[2]) if k[2] in CASE_ORDER else 99))
         for key in keys:
             u, c = steps[key].get("uncached", {}), steps[key].get("cached", {})
             if "error" in u or "error" in c:
                 lines.append(f"| {key[0]} | {key[1]} | {key[2]} | ERROR: {u.get('error', c.get('error'))} "
-                             "| | | | | | |")
+                             "| | | | | | | |")
                 continue
             ud, cd = u.get("device_us"), c.get("device_us")
             uh, ch = u.get("host_us"), c.get("host_us")
-            saved = None
-            if None not in (ud, cd, uh, ch) and ud + uh > 0:
-                saved = 100 * ((ud + uh) - (cd + ch)) / (ud + uh)
+            ut, ct = u.get("dev_plus_host_us"), c.get("dev_plus_host_us")
+            saved = 100 * (ut - ct) / ut if None not in (ut, ct) and ut > 0 else None
             builds = f"{fmt(u.get('builder_calls'), 0)} -> {fmt(c.get('builder_calls'), 0)}"
             lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {builds} | {fmt(ud, 1)} | {fmt(cd, 1)} | "
-                         f"{fmt(uh, 1)} | {fmt(ch, 1)} | {fmt(c.get('dev_plus_host_us'), 1)} | "
-                         f"{fmt(saved)} % |")
+                         f"{fmt(uh, 1)} | {fmt(ch, 1)} | {fmt(ut, 1)} | {fmt(ct, 1)} | {fmt(saved)} % |")
             if key[2] == "prefill8K" and key[1] in STEP_TARGETS_US:
                 targets.append((f"{key[1]} prefill 8K step, cached, device+host", key[0],
                                 c.get("dev_plus_host_us"), STEP_TARGETS_US[key[1]]))
@@ -214,11 +225,19 @@ def main():
         path = os.path.join(args.dir, fname)
         if os.path.exists(path):
             found += 1
-            errors += section(load(path), lines, targets)
+            doc = load(path)
+            if doc is None:
+                errors.append((fname, "unreadable (truncated by a killed run?)"))
+            else:
+                errors += section(doc, lines, targets)
     ttft_path = os.path.join(args.dir, "ttft.json")
     if os.path.exists(ttft_path):
         found += 1
-        ttft_section(load(ttft_path), lines)
+        doc = load(ttft_path)
+        if doc is None:
+            errors.append(("ttft.json", "unreadable"))
+        else:
+            ttft_section(doc, lines)
     if found == 0:
         print(f"summarize.py: no kernel_bench.json, step_bench.json or ttft.json in {args.dir}",
               file=sys.stderr)
@@ -229,8 +248,11 @@ def main():
         lines.append("| target | timing | measured us | target us | verdict |")
         lines.append("|---|---|---:|---:|---|")
         for what, prefix, value, target in targets:
+            judged = verdict(value, target)
+            if prefix == "cpu" and "hit" not in what:
+                judged = "n/a: CPU timings, the target is for the H200"
             lines.append(f"| {what} | {timing_note(prefix)} | {fmt(value, 3)} | {fmt(target, 1)} | "
-                         f"{verdict(value, target)} |")
+                         f"{judged} |")
     else:
         lines.append("(no targeted benchmark in these results)")
     lines.append("")
