@@ -219,11 +219,10 @@ std::string format_mismatch(const Mismatch& m) {
       os << " (compressed part, j = " << m.column - m.window << ")";
     }
   }
-  const bool valued = m.what == "sparse_indices" || m.what == "sparse_lens" ||
-                      m.what == "content errors" || m.what == "builder calls";
-  if (valued) {
-    os << ": " << (m.what == "builder calls" ? "expected " : "reference ") << m.expected
-       << (m.what == "builder calls" ? ", counted " : ", optimized ") << m.actual;
+  if (m.what == "builder calls") {
+    os << " expected " << m.expected << ", counted " << m.actual;
+  } else if (m.what == "sparse_indices" || m.what == "sparse_lens" || m.what == "content errors") {
+    os << (m.token >= 0 ? ": " : " ") << "reference " << m.expected << ", optimized " << m.actual;
   }
   if (m.differing > 0) os << " (" << m.differing << " of " << m.total << " elements differ)";
   if (!m.detail.empty()) os << " " << m.detail;

@@ -11,6 +11,31 @@ namespace {
 
 using Rng = std::mt19937_64;
 
+// RapidCheck's element/weightedElement never shrink. These choose the same way but shrink
+// toward the first alternative, so alternatives are listed simplest first.
+template <class T>
+rc::Gen<T> weighted(std::vector<std::pair<int, T>> alternatives) {
+  int total = 0;
+  for (const auto& a : alternatives) total += a.first;
+  return rc::gen::map(rc::gen::inRange(0, total), [alternatives](int x) {
+    for (const auto& [weight, value] : alternatives) {
+      if (x < weight) return value;
+      x -= weight;
+    }
+    return alternatives.back().second;
+  });
+}
+
+template <class T, class... Ts>
+rc::Gen<T> one_of_values(T first, Ts... rest) {
+  return weighted<T>({{1, first}, {1, static_cast<T>(rest)}...});
+}
+
+template <class T>
+rc::Gen<T> weighted_gen(std::vector<std::pair<int, rc::Gen<T>>> alternatives) {
+  return rc::gen::join(weighted<rc::Gen<T>>(std::move(alternatives)));
+}
+
 // The current RapidCheck size (0..100 by default), read from inside gen::exec.
 int current_size() {
   return *rc::gen::withSize([](int size) { return rc::gen::just(size); });
@@ -117,7 +142,7 @@ enum class StepShapeClass { kEmpty, kSingleToken, kDecodeOnly, kPrefillOnly, kMi
 // capacity boundaries of odd block sizes are crossed), sometimes near the limit (past
 // 128 * 129 tokens the C128A effective width outgrows 128).
 int32_t draw_prior_context(int32_t max_ctx) {
-  return *rc::gen::weightedOneOf<int32_t>(
+  return *weighted_gen<int32_t>(
       {{4, rc::gen::inRange<int32_t>(0, std::min(max_ctx, 300) + 1)},
        {2, rc::gen::inRange<int32_t>(0, std::min(max_ctx, 5000) + 1)},
        {1, rc::gen::inRange<int32_t>(0, max_ctx + 1)},
@@ -129,11 +154,11 @@ struct BlockSizes {
 };
 
 BlockSizes draw_block_sizes() {
-  const int geometry = *rc::gen::weightedElement<int>({{3, 0}, {2, 1}, {1, 2}});
+  const int geometry = *weighted<int>({{3, 0}, {2, 1}, {1, 2}});
   if (geometry == 0) return {};  // production: SWA 64, main 256 -> C4A 64, C128A 2
   if (geometry == 1) {           // odd engine configurations
-    const int32_t swa = *rc::gen::element<int32_t>(16, 5, 1, 2, 3, 7, 32, 128);
-    const int32_t main = *rc::gen::element<int32_t>(8, 12, 16, 20, 32, 64, 512);
+    const int32_t swa = *one_of_values<int32_t>(16, 5, 1, 2, 3, 7, 32, 128);
+    const int32_t main = *one_of_values<int32_t>(8, 12, 16, 20, 32, 64, 512);
     return {swa, main / 4, std::max(1, main / 128)};
   }
   return {*rc::gen::inRange<int32_t>(1, 97), *rc::gen::inRange<int32_t>(1, 70),
@@ -141,12 +166,12 @@ BlockSizes draw_block_sizes() {
 }
 
 int32_t draw_max_model_len(int32_t max_seq) {
-  const int mode = *rc::gen::weightedElement<int>({{6, 0}, {1, 1}, {1, 2}, {1, 3}});
+  const int mode = *weighted<int>({{6, 0}, {1, 1}, {1, 2}, {1, 3}});
   switch (mode) {
     case 1: return std::max(1, max_seq);
     // Below the longest request: the only way the C128A effective-width cap binds.
     case 2: return *rc::gen::inRange<int32_t>(1, std::max(2, max_seq + 1));
-    case 3: return *rc::gen::element<int32_t>(16384, 16385, 128 * 129, 2048);
+    case 3: return *one_of_values<int32_t>(16384, 16385, 128 * 129, 2048);
     default: return 1 << 20;
   }
 }
@@ -158,7 +183,7 @@ int32_t num_c4a_layers(const ref::ModelSchedule& s) {
 // A local compressed index whose block is past the C4A table's width.
 int32_t draw_past_width_index(const ref::Step& s) {
   const int32_t width = static_cast<int32_t>(s.c4a.block_table.cols()) * s.c4a.block_size;
-  const int mode = *rc::gen::weightedElement<int>({{4, 0}, {1, 1}, {1, 2}});
+  const int mode = *weighted<int>({{4, 0}, {1, 1}, {1, 2}});
   if (mode == 1) return INT32_MAX;
   if (mode == 2) return width + 1000000;
   return width + *rc::gen::inRange<int32_t>(0, 3 * s.c4a.block_size + 1);
@@ -170,7 +195,7 @@ std::string corrupt_used_block(const char* name, ref::PagedCache& cache, const r
   const int32_t r = *rc::gen::inRange<int32_t>(0, s.num_requests());
   const int32_t need = ceil_div(ceil_div(s.seq_lens(r), ratio), cache.block_size);
   const int32_t j = *rc::gen::inRange<int32_t>(0, need);
-  const int32_t v = *rc::gen::element<int32_t>(-1, -2, -1000);
+  const int32_t v = *one_of_values<int32_t>(-1, -2, -1000);
   cache.block_table(r, j) = v;
   std::ostringstream os;
   os << name << "[" << r << "][" << j << "] = " << v << " (used block)";
@@ -201,17 +226,18 @@ rc::Gen<ref::ModelSchedule> gen_random_schedule() {
     const int size = current_size();
     ref::ModelSchedule s;
     s.name = "random";
-    const int32_t layers = *rc::gen::inRange<int32_t>(0, 2 + size / 8);
+    const int32_t layers = *weighted_gen<int32_t>(
+        {{1, rc::gen::just<int32_t>(0)}, {8, rc::gen::inRange<int32_t>(1, 3 + size / 6)}});
     for (int32_t i = 0; i < layers; ++i)
-      s.compress_ratios.push_back(*rc::gen::element<int32_t>(4, 128, 0, 1));
-    s.window = *rc::gen::weightedOneOf<int32_t>(
+      s.compress_ratios.push_back(*one_of_values<int32_t>(4, 128, 0, 1));
+    s.window = *weighted_gen<int32_t>(
         {{2, rc::gen::inRange<int32_t>(1, 257)},
          {3, rc::gen::just<int32_t>(128)},
-         {2, rc::gen::element<int32_t>(1, 3, 5, 127, 129, 64, 4)}});
-    s.c4a_topk = *rc::gen::weightedOneOf<int32_t>(
+         {2, one_of_values<int32_t>(1, 3, 5, 127, 129, 64, 4)}});
+    s.c4a_topk = *weighted_gen<int32_t>(
         {{3, rc::gen::inRange<int32_t>(0, 64 + size * 6)},
          {2, rc::gen::just<int32_t>(512)},
-         {2, rc::gen::element<int32_t>(0, 1, 2, 3, 5, 7, 1024)}});
+         {2, one_of_values<int32_t>(0, 1, 2, 3, 5, 7, 1024)}});
     return s;
   });
 }
@@ -223,7 +249,7 @@ rc::Gen<ref::ModelSchedule> gen_schedule(ScheduleChoice choice) {
     case ScheduleChoice::kRandom: return gen_random_schedule();
     case ScheduleChoice::kAny: break;
   }
-  return rc::gen::weightedOneOf<ref::ModelSchedule>(
+  return weighted_gen<ref::ModelSchedule>(
       {{2, gen_random_schedule()},
        {1, rc::gen::just(ref::deepseek_v4_flash())},
        {1, rc::gen::just(ref::deepseek_v4_pro())}});
@@ -238,7 +264,7 @@ rc::Gen<ref::Step> gen_step(StepLimits lim) {
     const auto max_ctx = static_cast<int32_t>(
         std::min<int64_t>(lim.max_context, 16 + static_cast<int64_t>(size) * size * 4));
 
-    const auto shape = *rc::gen::weightedElement<StepShapeClass>(
+    const auto shape = *weighted<StepShapeClass>(
         {{1, StepShapeClass::kEmpty},
          {2, StepShapeClass::kSingleToken},
          {3, StepShapeClass::kDecodeOnly},
@@ -269,7 +295,7 @@ rc::Gen<ref::Step> gen_step(StepLimits lim) {
     std::vector<int32_t> query_lens, seq_lens;
     int32_t num_decode_tokens = 0;
     for (int32_t i = 0; i < num_decodes && budget > 0; ++i) {
-      int32_t q = single ? 1 : *rc::gen::weightedElement<int32_t>({{6, 1}, {1, 2}, {1, 3}, {1, 4}});
+      int32_t q = single ? 1 : *weighted<int32_t>({{6, 1}, {1, 2}, {1, 3}, {1, 4}});
       q = std::min(q, budget);
       budget -= q;
       query_lens.push_back(q);
@@ -286,16 +312,16 @@ rc::Gen<ref::Step> gen_step(StepLimits lim) {
     }
 
     std::vector<uint8_t> decode_valid;
-    if (num_decode_tokens > 0 && *rc::gen::weightedElement<bool>({{4, false}, {1, true}})) {
+    if (num_decode_tokens > 0 && *weighted<bool>({{4, false}, {1, true}})) {
       for (int32_t t = 0; t < num_decode_tokens; ++t)
-        decode_valid.push_back(*rc::gen::weightedElement<uint8_t>({{3, 1}, {1, 0}}));
+        decode_valid.push_back(*weighted<uint8_t>({{3, 1}, {1, 0}}));
     }
 
     const BlockSizes blocks = draw_block_sizes();
     const int32_t swa_tail = *rc::gen::inRange<int32_t>(0, 4);
     const int32_t c4a_tail = *rc::gen::inRange<int32_t>(0, 4);
     const int32_t c128a_tail = *rc::gen::inRange<int32_t>(0, 4);
-    const auto fill = *rc::gen::element(TailFill::kMinusOne, TailFill::kZero, TailFill::kJunk);
+    const auto fill = *one_of_values(TailFill::kMinusOne, TailFill::kZero, TailFill::kJunk);
     const int32_t max_seq =
         seq_lens.empty() ? 0 : *std::max_element(seq_lens.begin(), seq_lens.end());
     const int32_t max_model_len = draw_max_model_len(max_seq);
@@ -340,13 +366,13 @@ rc::Gen<std::vector<ref::C4aIndexerOutput>> gen_c4a_outputs(const ref::Step& ste
     for (size_t l = 0; l < out.size(); ++l) {
       if (schedule.compress_ratios[l] != 4) continue;
       const int32_t topk = schedule.c4a_topk;
-      const int width_mode = *rc::gen::weightedElement<int>({{6, 0}, {1, 1}, {1, 2}});
+      const int width_mode = *weighted<int>({{6, 0}, {1, 1}, {1, 2}});
       int32_t width = topk;
       if (width_mode == 1) width = *rc::gen::inRange<int32_t>(0, topk + 9);
-      if (width_mode == 2) width = *rc::gen::element<int32_t>(0, 1, 2, 3, 5);
+      if (width_mode == 2) width = *one_of_values<int32_t>(0, 1, 2, 3, 5);
       width = std::max(width, min_width);
-      const Fill fill = *rc::gen::weightedElement<Fill>({{4, kTail}, {1, kFewer}, {1, kScattered}});
-      const bool padding_rows_blank = *rc::gen::weightedElement<bool>({{3, true}, {1, false}});
+      const Fill fill = *weighted<Fill>({{4, kTail}, {1, kFewer}, {1, kScattered}});
+      const bool padding_rows_blank = *weighted<bool>({{3, true}, {1, false}});
       Rng rng(content_seed());
 
       ref::IndexMatrix all = ref::IndexMatrix::Constant(num_tokens, width, -1);
@@ -414,16 +440,6 @@ rc::Gen<StepCase> gen_corrupted_step_case(ScheduleChoice choice, StepLimits limi
       c.notes.push_back(os.str());
     };
 
-    // The certain one: decode local indices are translated in every column below Kd.
-    {
-      const int32_t layer = pick_c4a_layer();
-      ref::IndexMatrix& m = c.c4a_per_layer[static_cast<size_t>(layer)].decode_local;
-      const int32_t t = *rc::gen::inRange<int32_t>(0, static_cast<int32_t>(m.rows()));
-      const int32_t j = *rc::gen::inRange<int32_t>(0, static_cast<int32_t>(m.cols()));
-      m(t, j) = draw_past_width_index(s);
-      note(layer, "decode_local", t, j, m(t, j), "past the C4A table");
-    }
-
     const int32_t extras = *rc::gen::inRange<int32_t>(0, 5);
     for (int32_t e = 0; e < extras; ++e) {
       const int kind = *rc::gen::inRange<int>(0, 7);
@@ -449,7 +465,7 @@ rc::Gen<StepCase> gen_corrupted_step_case(ScheduleChoice choice, StepLimits limi
           m(row, j) = *rc::gen::inRange<int32_t>(available, width);
           note(layer, where, row, j, m(row, j), "past the request's compressed tokens");
         } else {
-          m(row, j) = *rc::gen::element<int32_t>(-2, -1000, INT32_MIN);
+          m(row, j) = *one_of_values<int32_t>(-2, -1000, INT32_MIN);
           note(layer, where, row, j, m(row, j), "negative, not -1");
         }
       } else if (kind == 3) {
@@ -459,7 +475,7 @@ rc::Gen<StepCase> gen_corrupted_step_case(ScheduleChoice choice, StepLimits limi
       } else if (kind == 5) {
         c.notes.push_back(corrupt_used_block("c128a_block_table", c.step.c128a, s, 128));
       } else {  // any entry, used or an unused tail one
-        ref::PagedCache& cache = **rc::gen::element(&c.step.swa, &c.step.c4a, &c.step.c128a);
+        ref::PagedCache& cache = **one_of_values(&c.step.swa, &c.step.c4a, &c.step.c128a);
         const int32_t r = *rc::gen::inRange<int32_t>(0, s.num_requests());
         const int32_t j = *rc::gen::inRange<int32_t>(0, static_cast<int32_t>(cache.block_table.cols()));
         cache.block_table(r, j) = -7;
@@ -469,6 +485,17 @@ rc::Gen<StepCase> gen_corrupted_step_case(ScheduleChoice choice, StepLimits limi
         c.notes.push_back(os.str());
       }
     }
+    // The certain one, last so no extra overwrites it: decode local indices are translated in
+    // every column below Kd, padding tokens included.
+    {
+      const int32_t layer = pick_c4a_layer();
+      ref::IndexMatrix& m = c.c4a_per_layer[static_cast<size_t>(layer)].decode_local;
+      const int32_t t = *rc::gen::inRange<int32_t>(0, static_cast<int32_t>(m.rows()));
+      const int32_t j = *rc::gen::inRange<int32_t>(0, static_cast<int32_t>(m.cols()));
+      m(t, j) = draw_past_width_index(s);
+      note(layer, "decode_local", t, j, m(t, j), "past the C4A table");
+    }
+
     return c;
   });
 }

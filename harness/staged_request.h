@@ -1,0 +1,26 @@
+// One reference BuilderInputs staged in a backend's memory as an optimized BuildRequest
+// (owns the buffers). For properties that drive the builder or the StepIndexCache directly
+// with hand-varied inputs, below the StepIndexer.
+#pragma once
+#include <vector>
+
+#include "optimized/backend_buffer.h"
+#include "optimized/build_request.h"
+#include "reference/mixed_sparse_indices.h"
+
+namespace dsv4::harness {
+
+class StagedRequest {
+ public:
+  StagedRequest(opt::Backend backend, const ref::BuilderInputs& in);
+  const opt::BuildRequest& request() const { return request_; }
+  // Host copies of the step structure, for opt::validate_step_structure.
+  opt::StepStructureHost host() const;
+
+ private:
+  std::vector<opt::BackendBuffer> buffers_;
+  std::vector<int32_t> host_query_start_loc_, host_seq_lens_, host_token_to_req_;
+  opt::BuildRequest request_;
+};
+
+}  // namespace dsv4::harness

@@ -1,0 +1,87 @@
+// No stale step: one engine loop (one builder, a new StepIndexer per step, end_step between)
+// over consecutive different steps never returns an earlier step's indices, and a
+// StepIndexer used after end_step throws instead of answering from its dead cache.
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <numeric>
+#include <random>
+
+#include "harness/backend_step.h"
+#include "harness/counting_builder.h"
+#include "optimized/host_builder.h"
+#include "optimized/step_indexer.h"
+#include "property_util.h"
+
+namespace dsv4::harness {
+namespace {
+
+using testing::small_steps;
+
+// The same step shape with every physical block renamed: same cache keys, other slots. A
+// cache or builder that outlives its step answers this one with the previous step's slots.
+ref::Step renamed_blocks(const ref::Step& s, uint64_t seed) {
+  ref::Step out = s;
+  for (ref::PagedCache* c : {&out.swa, &out.c4a, &out.c128a}) {
+    const int32_t max_id = c->block_table.size() ? std::max(c->block_table.maxCoeff(), 0) : 0;
+    std::vector<int32_t> rename(static_cast<size_t>(max_id) + 1);
+    std::iota(rename.begin(), rename.end(), 0);
+    std::shuffle(rename.begin(), rename.end(), std::mt19937_64(seed));
+    for (Eigen::Index i = 0; i < c->block_table.size(); ++i) {
+      int32_t& v = c->block_table.data()[i];
+      if (v >= 0) v = rename[static_cast<size_t>(v)] + 1;  // + 1: block 0 moves too
+    }
+  }
+  return out;
+}
+
+RC_GTEST_PROP(NoStaleStep, AnEngineLoopNeverReturnsAnEarlierStepsIndices, ()) {
+  const ref::ModelSchedule schedule = *gen_schedule(ScheduleChoice::kAny);
+  const int steps = *rc::gen::inRange(2, 6);
+  CountingBuilder builder(opt::make_host_builder());
+  ref::Step previous;
+  for (int i = 0; i < steps; ++i) {
+    const bool same_shape = i > 0 && *rc::gen::arbitrary<bool>();
+    const ref::Step step = same_shape ? renamed_blocks(previous, *rc::gen::arbitrary<uint64_t>())
+                                      : *gen_step(small_steps());
+    const auto c4a = *gen_c4a_outputs(step, schedule);
+    const std::vector<ref::BuilderOutput> want = ref::run_step_uncached(step, schedule, c4a);
+    const BackendStep staged(opt::Backend::kHost, step, schedule, c4a);
+    for (const bool cached : {false, true}) {
+      opt::CacheOptions options;
+      options.enabled = cached;
+      opt::StepIndexer indexer(builder, staged.inputs(), options);
+      std::vector<opt::BuiltIndices> built;
+      for (int32_t l = 0; l < schedule.num_layers(); ++l)
+        built.push_back(indexer.layer_indices(schedule.compress_ratios[static_cast<size_t>(l)], staged.c4a(l)));
+      for (int32_t l = 0; l < schedule.num_layers(); ++l) {  // compared against THIS step
+        const HostIndices got = download(opt::Backend::kHost, built[static_cast<size_t>(l)]);
+        const ref::BuilderOutput& w = want[static_cast<size_t>(l)];
+        RC_ASSERT(got.sparse_indices.rows() == w.sparse_indices.rows());
+        RC_ASSERT(got.sparse_indices.cols() == w.sparse_indices.cols());
+        RC_ASSERT(got.sparse_indices == w.sparse_indices);
+        RC_ASSERT(got.sparse_lens == w.sparse_lens);
+      }
+      indexer.end_step();
+      RC_ASSERT(indexer.cache().ended());
+      if (schedule.num_layers() > 0) {
+        RC_ASSERT_THROWS_AS(indexer.layer_indices(schedule.compress_ratios[0], staged.c4a(0)), std::logic_error);
+      }
+    }
+    previous = step;
+  }
+}
+
+TEST(NoStaleStep, RenamedBlocksKeepTheShapeAndChangeTheSlots) {
+  const StepCase c = draw_step_case(gen_step_case(ScheduleChoice::kFlash, small_steps()), 11, 80);
+  ASSERT_GT(c.step.num_tokens(), 0);
+  const ref::Step r = renamed_blocks(c.step, 5);
+  EXPECT_EQ(r.swa.block_table.cols(), c.step.swa.block_table.cols());
+  EXPECT_NE(r.swa.block_table, c.step.swa.block_table);
+  const auto a = ref::run_step_uncached(c.step, c.schedule, c.c4a_per_layer);
+  const auto b = ref::run_step_uncached(r, c.schedule, c.c4a_per_layer);
+  EXPECT_NE(a[0].sparse_indices, b[0].sparse_indices);
+}
+
+}  // namespace
+}  // namespace dsv4::harness
