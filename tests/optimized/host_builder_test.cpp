@@ -73,39 +73,14 @@ TEST(HostBuilder, CompressedLookupFallsBackToSwaCache) {
 // topk_len = min(24 / 4, 5) = 5; compressed block size 4, table [5, 1]:
 // 0 -> 20, 4 -> 4, 5 -> 5, 7 -> 7, 3 -> 23; 6th pick cut; rest -1.
 TEST(HostBuilder, ScalarPathOddWindow) {
-  ref::BuilderInputs in;
-  in.window = 3;
-  in.ratio = 4;
-  in.topk = 5;
-  in.decode_swa_indices = ref::IndexMatrix(0, 3);
-  in.prefill_topk = mat(1, 6, {0, 4, 5, 7, 3, 2});
-  in.query_start_loc = vec({0, 1});
-  in.seq_lens = vec({24});
-  in.token_to_req = vec({0});
-  in.swa = ref::PagedCache{mat(1, 3, {3, 0, 7}), 8};
-  in.compressed = ref::PagedCache{mat(1, 2, {5, 1}), 4};
+  const ref::BuilderInputs in = testing::odd_window_prefill();
   expect_build(in, mat(1, 11, {61, 62, 63, 20, 4, 5, 7, 23, -1, -1, -1}), vec({8}), 0);
 }
 
 // Local decode with a padding token (translated anyway, len W) and a negative local index
 // below -1 (no entry, no error).
 TEST(HostBuilder, LocalDecodePaddingAndNegativeIndex) {
-  ref::BuilderInputs in;
-  in.window = 2;
-  in.ratio = 4;
-  in.topk = 0;
-  in.decode_swa_indices = mat(3, 2, {4, 5, 5, 6, -1, -1});
-  in.decode_compressed = mat(3, 3, {0, 3, -1,   //
-                                    -5, 1, -1,  //
-                                    5, 0, -1});
-  in.decode_local = true;
-  in.decode_valid = std::vector<uint8_t>{1, 1, 0};
-  in.prefill_topk = ref::IndexMatrix(0, 0);
-  in.query_start_loc = vec({0, 2, 3});
-  in.seq_lens = vec({7, 1});
-  in.token_to_req = vec({0, 0, 1});
-  in.swa = ref::PagedCache{mat(2, 1, {0, 1}), 8};
-  in.compressed = ref::PagedCache{mat(2, 2, {2, 9, 7, 1}), 4};
+  const ref::BuilderInputs in = testing::local_decode_with_padding();
   // t0: 0 -> 8, 3 -> 11 (2 picks, len 4); t1: -5 -> -1, 1 -> 9 (1 pick, len 3);
   // t2 (padding): 5 -> 1 * 4 + 1 = 5, 0 -> 28, len 2.
   expect_build(in, mat(3, 6, {4, 5, 8, 11, -1, -1, 5, 6, -1, 9, -1, -1, -1, -1, 5, 28, -1, -1}),
@@ -114,14 +89,19 @@ TEST(HostBuilder, LocalDecodePaddingAndNegativeIndex) {
 
 // Global decode without lens: compressed length Kd for every token.
 TEST(HostBuilder, GlobalDecodeWithoutLens) {
-  ref::BuilderInputs in = testing::tiny_c128a();
-  in.decode_compressed_lens.reset();
-  in.decode_compressed = mat(1, 3, {123456, -3, 7});
+  const ref::BuilderInputs in = testing::global_decode_without_lens();
   expect_build(in,
                mat(3, 8, {5, 6, -1, -1, 123456, -3, 7, -1,       //
                           133, 134, 135, 136, -1, -1, -1, -1,    //
                           134, 135, 136, 137, -1, -1, -1, -1}),
                vec({7, 4, 4}), 0);
+}
+
+TEST(HostBuilder, EveryHandCaseMatchesTheReference) {
+  auto builder = make_host_builder();
+  for (const testing::NamedCase& c : testing::hand_cases()) {
+    EXPECT_TRUE(testing::build_matches_reference(*builder, c.inputs)) << c.name;
+  }
 }
 
 TEST(HostBuilder, EmptyStep) {
@@ -148,8 +128,7 @@ TEST(HostBuilder, EmptyStep) {
 
 // t2's local 4: block 2 >= NBc = 2.
 TEST(HostBuilderContentErrors, PrefillCompressedBlockPastTableWidth) {
-  ref::BuilderInputs in = testing::tiny_c4a();
-  in.prefill_topk = mat(2, 2, {0, 1, 1, 4});
+  const ref::BuilderInputs in = testing::prefill_block_past_table_width();
   expect_build(in,
                mat(3, 8, {5, 6, -1, -1, 2, -1, -1, -1,         //
                           133, 134, 135, 136, 4, 5, -1, -1,    //
@@ -158,8 +137,7 @@ TEST(HostBuilderContentErrors, PrefillCompressedBlockPastTableWidth) {
 }
 
 TEST(HostBuilderContentErrors, CompressedNegativeTableEntry) {
-  ref::BuilderInputs in = testing::tiny_c4a();
-  in.compressed->block_table = mat(2, 2, {0, 1, 2, -1});
+  const ref::BuilderInputs in = testing::compressed_negative_table_entry();
   expect_build(in,
                mat(3, 8, {5, 6, -1, -1, 2, -1, -1, -1,         //
                           133, 134, 135, 136, 4, 5, -1, -1,    //
@@ -169,8 +147,7 @@ TEST(HostBuilderContentErrors, CompressedNegativeTableEntry) {
 
 // Still a pick (v >= 0): len stays W + 1.
 TEST(HostBuilderContentErrors, DecodeLocalBlockPastTableWidth) {
-  ref::BuilderInputs in = testing::tiny_c4a();
-  in.decode_compressed = mat(1, 2, {6, -1});
+  const ref::BuilderInputs in = testing::decode_local_block_past_table_width();
   expect_build(in,
                mat(3, 8, {5, 6, -1, -1, -1, -1, -1, -1,        //
                           133, 134, 135, 136, 4, 5, -1, -1,    //
@@ -180,8 +157,7 @@ TEST(HostBuilderContentErrors, DecodeLocalBlockPastTableWidth) {
 
 // Request 1's SWA block 0 is -1: all 8 window lookups of t1, t2 fail.
 TEST(HostBuilderContentErrors, PrefillSwaNegativeTableEntry) {
-  ref::BuilderInputs in = testing::tiny_c4a();
-  in.swa.block_table = mat(2, 2, {0, 1, -1, 3});
+  const ref::BuilderInputs in = testing::prefill_swa_negative_table_entry();
   expect_build(in,
                mat(3, 8, {5, 6, -1, -1, 2, -1, -1, -1,     //
                           -1, -1, -1, -1, 4, 5, -1, -1,    //
@@ -191,8 +167,7 @@ TEST(HostBuilderContentErrors, PrefillSwaNegativeTableEntry) {
 
 // 2^30 * block size 2 = 2^31 does not fit int32: 3 lookups of request 1's block 0.
 TEST(HostBuilderContentErrors, SlotBeyondInt32) {
-  ref::BuilderInputs in = testing::tiny_c4a();
-  in.compressed->block_table = mat(2, 2, {0, 1, 1 << 30, 3});
+  const ref::BuilderInputs in = testing::slot_beyond_int32();
   expect_build(in,
                mat(3, 8, {5, 6, -1, -1, 2, -1, -1, -1,          //
                           133, 134, 135, 136, -1, -1, -1, -1,   //
@@ -202,10 +177,7 @@ TEST(HostBuilderContentErrors, SlotBeyondInt32) {
 
 // Global slots are never looked up; picks past topk_len are never read.
 TEST(HostBuilderContentErrors, GlobalSlotsAndPicksPastTopkLenAreNotErrors) {
-  ref::BuilderInputs in = testing::tiny_c128a();
-  in.decode_compressed = mat(1, 2, {123456, -3});
-  in.compressed->block_table = mat(2, 2, {-1, -1, -1, -1});
-  in.prefill_topk = mat(2, 2, {99, 99, 99, 99});
+  const ref::BuilderInputs in = testing::global_slots_and_late_picks_unread();
   expect_build(in,
                mat(3, 8, {5, 6, -1, -1, 123456, -3, -1, -1,     //
                           133, 134, 135, 136, -1, -1, -1, -1,   //

@@ -265,6 +265,110 @@ inline ref::BuilderInputs tiny_c4a() {
   return in;
 }
 
+// More hand-worked cases (expected outputs in host_builder_test.cpp).
+
+// W = 3 (scalar path), topk 5 -> P = 8. One prefill token at pos 23; SWA block size 8, table
+// [3, 0, 7]; compressed block size 4, table [5, 1]; Kp = 6 > topk.
+inline ref::BuilderInputs odd_window_prefill() {
+  ref::BuilderInputs in;
+  in.window = 3;
+  in.ratio = 4;
+  in.topk = 5;
+  in.decode_swa_indices = ref::IndexMatrix(0, 3);
+  in.prefill_topk = mat(1, 6, {0, 4, 5, 7, 3, 2});
+  in.query_start_loc = vec({0, 1});
+  in.seq_lens = vec({24});
+  in.token_to_req = vec({0});
+  in.swa = ref::PagedCache{mat(1, 3, {3, 0, 7}), 8};
+  in.compressed = ref::PagedCache{mat(1, 2, {5, 1}), 4};
+  return in;
+}
+
+// Local decode form: a speculative request (t0, t1, with a -5 = no entry), a padding token (t2).
+inline ref::BuilderInputs local_decode_with_padding() {
+  ref::BuilderInputs in;
+  in.window = 2;
+  in.ratio = 4;
+  in.topk = 0;
+  in.decode_swa_indices = mat(3, 2, {4, 5, 5, 6, -1, -1});
+  in.decode_compressed = mat(3, 3, {0, 3, -1,   //
+                                    -5, 1, -1,  //
+                                    5, 0, -1});
+  in.decode_local = true;
+  in.decode_valid = std::vector<uint8_t>{1, 1, 0};
+  in.prefill_topk = ref::IndexMatrix(0, 0);
+  in.query_start_loc = vec({0, 2, 3});
+  in.seq_lens = vec({7, 1});
+  in.token_to_req = vec({0, 0, 1});
+  in.swa = ref::PagedCache{mat(2, 1, {0, 1}), 8};
+  in.compressed = ref::PagedCache{mat(2, 2, {2, 9, 7, 1}), 4};
+  return in;
+}
+
+// Global decode without lens (compressed length Kd), Kd = 3 > topk.
+inline ref::BuilderInputs global_decode_without_lens() {
+  ref::BuilderInputs in = tiny_c128a();
+  in.decode_compressed_lens.reset();
+  in.decode_compressed = mat(1, 3, {123456, -3, 7});
+  return in;
+}
+
+// SPEC §4 content errors on the tiny C4A batch (and C128A for the global form).
+inline ref::BuilderInputs prefill_block_past_table_width() {
+  ref::BuilderInputs in = tiny_c4a();
+  in.prefill_topk = mat(2, 2, {0, 1, 1, 4});
+  return in;
+}
+inline ref::BuilderInputs compressed_negative_table_entry() {
+  ref::BuilderInputs in = tiny_c4a();
+  in.compressed->block_table = mat(2, 2, {0, 1, 2, -1});
+  return in;
+}
+inline ref::BuilderInputs decode_local_block_past_table_width() {
+  ref::BuilderInputs in = tiny_c4a();
+  in.decode_compressed = mat(1, 2, {6, -1});
+  return in;
+}
+inline ref::BuilderInputs prefill_swa_negative_table_entry() {
+  ref::BuilderInputs in = tiny_c4a();
+  in.swa.block_table = mat(2, 2, {0, 1, -1, 3});
+  return in;
+}
+inline ref::BuilderInputs slot_beyond_int32() {
+  ref::BuilderInputs in = tiny_c4a();
+  in.compressed->block_table = mat(2, 2, {0, 1, 1 << 30, 3});
+  return in;
+}
+inline ref::BuilderInputs global_slots_and_late_picks_unread() {
+  ref::BuilderInputs in = tiny_c128a();
+  in.decode_compressed = mat(1, 2, {123456, -3});
+  in.compressed->block_table = mat(2, 2, {-1, -1, -1, -1});
+  in.prefill_topk = mat(2, 2, {99, 99, 99, 99});
+  return in;
+}
+
+struct NamedCase {
+  const char* name;
+  ref::BuilderInputs inputs;
+};
+inline std::vector<NamedCase> hand_cases() {
+  ref::BuilderInputs no_compressed = tiny_c4a();
+  no_compressed.compressed.reset();
+  return {{"tiny SWA-only", tiny_swa_only()},
+          {"tiny C128A", tiny_c128a()},
+          {"tiny C4A", tiny_c4a()},
+          {"tiny C4A without compressed cache", no_compressed},
+          {"odd window prefill", odd_window_prefill()},
+          {"local decode with padding", local_decode_with_padding()},
+          {"global decode without lens", global_decode_without_lens()},
+          {"prefill block past table width", prefill_block_past_table_width()},
+          {"compressed negative table entry", compressed_negative_table_entry()},
+          {"decode local block past table width", decode_local_block_past_table_width()},
+          {"prefill SWA negative table entry", prefill_swa_negative_table_entry()},
+          {"slot beyond int32", slot_beyond_int32()},
+          {"global slots and late picks unread", global_slots_and_late_picks_unread()}};
+}
+
 // ---- Random builds: valid structure, random content (some of it corrupted) ----
 struct RandomShape {
   int32_t max_requests = 6;
@@ -468,6 +572,31 @@ inline ::testing::AssertionResult step_matches_reference(
       run->cache_hits = indexer.cache().hits();
     }
   }  // the indexer ends the step: outputs released
+  return ::testing::AssertionSuccess();
+}
+
+// Two consecutive steps of the same shape get the same output memory for every layer: the
+// workspace replays its chunks, so steady-state steps allocate nothing.
+inline ::testing::AssertionResult steady_state_reuses_workspace(
+    MixedSparseIndicesBuilder& builder, const ref::Step& step, const ref::ModelSchedule& schedule,
+    const std::vector<ref::C4aIndexerOutput>& c4a) {
+  const harness::BackendStep staged(builder.backend(), step, schedule, c4a);
+  std::vector<const int32_t*> first;
+  for (int s = 0; s < 3; ++s) {
+    StepIndexer indexer(builder, staged.inputs());
+    for (int32_t layer = 0; layer < schedule.num_layers(); ++layer) {
+      const BuiltIndices built =
+          indexer.layer_indices(schedule.compress_ratios[static_cast<size_t>(layer)], staged.c4a(layer));
+      if (s == 0) {
+        first.push_back(built.sparse_indices);
+      } else if (built.sparse_indices != first[static_cast<size_t>(layer)]) {
+        return ::testing::AssertionFailure() << "step " << s << " layer " << layer
+                                             << ": output memory moved between steps";
+      }
+    }
+    (void)indexer.content_errors();
+    indexer.end_step();
+  }
   return ::testing::AssertionSuccess();
 }
 

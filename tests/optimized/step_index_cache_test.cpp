@@ -96,6 +96,14 @@ TEST(StepIndexCache, CorruptedStepCountsContentErrorsLikeTheReference) {
   }
 }
 
+TEST(StepIndexCache, SteadyStateStepsReuseTheWorkspace) {
+  auto builder = make_host_builder();
+  const ref::Step step = harness::make_step(small_mixed_shape(31));
+  const ref::ModelSchedule schedule = ref::deepseek_v4_pro();
+  EXPECT_TRUE(testing::steady_state_reuses_workspace(
+      *builder, step, schedule, harness::make_c4a_indexer_outputs(step, schedule, 32)));
+}
+
 // ---- The cache itself on hand-built requests ----
 
 struct CacheFixture {
