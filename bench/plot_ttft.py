@@ -71,8 +71,9 @@ def main():
         ax.axhline(0, color="gray", linewidth=0.5)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
-    timing = "CUDA events" if meta.get("backend") == "cuda" else "CPU timings (host backend)"
-    fig.suptitle(f"TTFT gain, {meta.get('gpu_name', '?')}; {timing}; "
+    device = (f"{meta.get('gpu_name', '?')}, CUDA events" if meta.get("backend") == "cuda"
+              else "CPU timings (host backend)")
+    fig.suptitle(f"TTFT gain of the per-step index cache: {device}; "
                  f"{meta.get('chunk_tokens', '?')} tokens/step; commit {meta.get('git_commit', '?')}",
                  fontsize=10)
     fig.tight_layout()

@@ -32,6 +32,8 @@ constexpr const char* kUsage = R"(usage: ttft_report [options]
   --background-context N    their context length (default 8192)
   --rest-us LIST            rest-of-layer durations in us (default 0,100,500,2000)
   --reps N                  repetitions per setting, the median is reported (default 3)
+  --max-seconds S           stage no new step after S seconds; unfinished prompts are skipped
+                            and listed (default 0: no limit)
   --quick                   CI smoke: prompts 256,768, chunk 512, rest 0,50, 1 rep
 )";
 
@@ -115,6 +117,8 @@ Options parse_options(int argc, char** argv) {
       o.config.rest_us = parse_list<double>(flag, value);
     } else if (flag == "--reps") {
       o.config.reps = parse_one<int>(flag, value);
+    } else if (flag == "--max-seconds") {
+      o.config.max_seconds = parse_one<double>(flag, value);
     } else {
       throw std::invalid_argument("unknown option " + flag + "\n" + kUsage);
     }
@@ -168,7 +172,7 @@ std::string rest_label(double us) {
 }
 
 nlohmann::json to_json(const Options& o, const GpuInfo& gpu, const RestOfLayer& rest,
-                       const std::vector<TtftResult>& results) {
+                       const TtftRun& run) {
   using nlohmann::json;
   const bool cuda = o.config.backend == opt::Backend::kCuda;
   json meta = {
@@ -195,7 +199,9 @@ nlohmann::json to_json(const Options& o, const GpuInfo& gpu, const RestOfLayer& 
                               {"slope", rest.calibration().slope},
                               {"globaltimer_tick_ns", rest.calibration().globaltimer_tick_ns}};
   json rows = json::array();
-  for (const TtftResult& r : results) {
+  meta["skipped"] = run.skipped;
+  meta["max_seconds"] = o.config.max_seconds;
+  for (const TtftResult& r : run.results) {
     rows.push_back({{"model", r.model},
                     {"prompt_tokens", r.prompt_tokens},
                     {"background_decodes", r.background_decodes},
@@ -232,7 +238,12 @@ std::string to_markdown(const nlohmann::json& doc) {
         "layer simulated by a "
      << m["rest_of_layer"].get<std::string>() << "; median of " << m["reps"].get<int>()
      << " repetitions; gain = (uncached - cached) / uncached\n";
-  os << "- rest of layer 0 gives the upper bound of the gain (index work only)\n\n";
+  os << "- rest of layer 0 gives the upper bound of the gain (index work only)\n";
+  for (const nlohmann::json& skipped : m["skipped"]) {
+    os << "- NOT MEASURED (time budget of " << m["max_seconds"].get<double>()
+       << " s reached): " << skipped.get<std::string>() << "\n";
+  }
+  os << "\n";
   std::string model;
   for (const nlohmann::json& r : doc["results"]) {
     if (r["model"].get<std::string>() != model) {
@@ -281,13 +292,13 @@ int run_report(int argc, char** argv) {
               estimated_rest_seconds(o.config));
   std::fflush(stdout);
 
-  const std::vector<TtftResult> results =
+  const TtftRun run =
       simulate_ttft(o.config, rest, s, [](const std::string& line) {
         std::printf("ttft_report: %s\n", line.c_str());
         std::fflush(stdout);
       });
 
-  const nlohmann::json doc = to_json(o, gpu, rest, results);
+  const nlohmann::json doc = to_json(o, gpu, rest, run);
   const std::string md = to_markdown(doc);
   std::filesystem::create_directories(o.out_dir);
   const std::filesystem::path dir(o.out_dir);

@@ -1,6 +1,7 @@
 #include "bench/ttft_sim.h"
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
@@ -81,7 +82,26 @@ StepRun run_step(opt::MixedSparseIndicesBuilder& builder, const StagedStep& s, b
   return out;
 }
 
-double ceil_div(double a, double b) { return (a + b - 1) / b; }
+// One step of a chunked prefill: `tokens` prompt tokens after `context` earlier ones.
+struct ChunkStep {
+  int32_t tokens = 0, context = 0;
+  bool operator<(const ChunkStep& o) const {
+    return context != o.context ? context < o.context : tokens < o.tokens;
+  }
+};
+
+std::vector<ChunkStep> chunk_steps(int32_t prompt, int32_t chunk) {
+  std::vector<ChunkStep> steps;
+  for (int32_t done = 0; done < prompt; done += chunk) {
+    steps.push_back({std::min(chunk, prompt - done), done});
+  }
+  return steps;
+}
+
+// One distinct step's times per repetition (microseconds).
+struct StepTimes {
+  std::vector<double> uncached_us, cached_us, uncached_wall_us, cached_wall_us;
+};
 
 }  // namespace
 
@@ -115,100 +135,122 @@ double TtftResult::wall_gain_pct() const {
 }
 
 double estimated_rest_seconds(const TtftConfig& config) {
-  double us = 0;
-  for (const std::string& model : config.models) {
-    const double layers = model_schedule(model).num_layers();
-    for (int32_t prompt : config.prompts) {
-      const double steps = ceil_div(prompt, config.chunk_tokens);
-      for (double rest : config.rest_us) {
-        us += steps * layers * rest * 2.0 * config.reps *
-              static_cast<double>(config.background_decodes.size());
-      }
-    }
+  std::map<ChunkStep, int> distinct;
+  for (int32_t prompt : config.prompts) {
+    for (const ChunkStep& c : chunk_steps(prompt, config.chunk_tokens)) distinct[c] = 1;
   }
-  return us * 1e-6;
+  double rest_sum_us = 0;
+  for (double r : config.rest_us) rest_sum_us += r;
+  double layers = 0;
+  for (const std::string& model : config.models) layers += model_schedule(model).num_layers();
+  return static_cast<double>(distinct.size()) * layers * rest_sum_us * 2.0 * config.reps *
+         static_cast<double>(config.background_decodes.size()) * 1e-6;
 }
 
-std::vector<TtftResult> simulate_ttft(const TtftConfig& config, const RestOfLayer& rest,
-                                      void* stream,
-                                      const std::function<void(const std::string&)>& progress) {
+TtftRun simulate_ttft(const TtftConfig& config, const RestOfLayer& rest, void* stream,
+                      const std::function<void(const std::string&)>& progress) {
   if (config.chunk_tokens < 1) throw std::invalid_argument("chunk_tokens must be >= 1");
   if (config.reps < 1) throw std::invalid_argument("reps must be >= 1");
   const bool cuda = config.backend == opt::Backend::kCuda;
   std::unique_ptr<EventTimer> timer;
   if (cuda) timer = std::make_unique<EventTimer>();
   std::unique_ptr<opt::MixedSparseIndicesBuilder> builder = make_builder(config.backend, stream);
+  const double run_start = now_us();
+  const size_t num_rest = config.rest_us.size();
+  const size_t reps = static_cast<size_t>(config.reps);
 
-  std::vector<TtftResult> results;
+  TtftRun out;
   for (const std::string& model : config.models) {
     const ref::ModelSchedule schedule = model_schedule(model);
     const int64_t calls_uncached = expected_builder_calls(schedule, false);
     const int64_t calls_cached = expected_builder_calls(schedule, true);
-    for (int32_t prompt : config.prompts) {
-      if (prompt < 1) throw std::invalid_argument("prompt length must be >= 1");
-      for (int32_t background : config.background_decodes) {
-        const double started = now_us();
-        const int32_t steps = (prompt + config.chunk_tokens - 1) / config.chunk_tokens;
-        const size_t first = results.size();
-        for (double r : config.rest_us) {
+    for (int32_t background : config.background_decodes) {
+      // Every distinct step of every prompt, shortest context first (short prompts finish
+      // first if the time budget runs out).
+      std::map<ChunkStep, std::vector<StepTimes>> measured;  // per rest setting
+      for (int32_t prompt : config.prompts) {
+        for (const ChunkStep& c : chunk_steps(prompt, config.chunk_tokens)) measured[c];
+      }
+      for (auto& [chunk, times] : measured) {
+        const double elapsed_s = (now_us() - run_start) * 1e-6;
+        if (config.max_seconds > 0 && elapsed_s > config.max_seconds) break;
+        harness::StepShape shape;
+        shape.num_decodes = background;
+        shape.decode_context = config.background_context;
+        shape.num_prefills = 1;
+        shape.prefill_context = chunk.context;
+        shape.prefill_tokens_each = chunk.tokens;
+        shape.seed = 1000 + static_cast<uint64_t>(chunk.context) + static_cast<uint64_t>(chunk.tokens);
+        const double staging_start = now_us();
+        const std::unique_ptr<StagedStep> staged =
+            stage_step(config.backend, shape, schedule, /*keep_host=*/false);
+        const double measure_start = now_us();
+        for (bool cached : {false, true}) {  // warm-up: workspace grown, code loaded
+          run_step(*builder, *staged, cached, 0, rest, timer.get(), stream);
+        }
+        times.assign(num_rest, StepTimes{});
+        for (size_t i = 0; i < num_rest; ++i) {
+          for (size_t rep = 0; rep < reps; ++rep) {
+            for (bool cached : {false, true}) {
+              const StepRun run = run_step(*builder, *staged, cached, config.rest_us[i], rest,
+                                           timer.get(), stream);
+              const int64_t expected = cached ? calls_cached : calls_uncached;
+              if (run.builder_calls != expected || run.content_errors != 0) {
+                std::ostringstream os;
+                os << model << " step of " << chunk.tokens << " tokens after " << chunk.context
+                   << ": " << run.builder_calls << " builder calls (expected " << expected
+                   << "), " << run.content_errors << " content errors";
+                throw std::runtime_error(os.str());
+              }
+              (cached ? times[i].cached_us : times[i].uncached_us).push_back(run.event_us);
+              (cached ? times[i].cached_wall_us : times[i].uncached_wall_us).push_back(run.wall_us);
+            }
+          }
+        }
+        std::ostringstream os;
+        os << model << ": step of " << chunk.tokens << " tokens after " << chunk.context
+           << " (+" << background << " decodes) staged in "
+           << static_cast<int>((measure_start - staging_start) / 1e3) << " ms, measured in "
+           << static_cast<int>((now_us() - measure_start) / 1e3) << " ms";
+        progress(os.str());
+      }
+      // TTFT of a prompt = the sum of its steps' times, repetition by repetition.
+      for (int32_t prompt : config.prompts) {
+        const std::vector<ChunkStep> steps = chunk_steps(prompt, config.chunk_tokens);
+        bool complete = true;
+        for (const ChunkStep& c : steps) complete = complete && !measured[c].empty();
+        if (!complete) {
+          out.skipped.push_back(model + " prompt " + std::to_string(prompt) + " with " +
+                                std::to_string(background) + " background decodes");
+          continue;
+        }
+        for (size_t i = 0; i < num_rest; ++i) {
           TtftResult res;
           res.model = model;
           res.prompt_tokens = prompt;
           res.background_decodes = background;
-          res.rest_us = r;
-          res.steps = steps;
+          res.rest_us = config.rest_us[i];
+          res.steps = static_cast<int32_t>(steps.size());
           res.layers = schedule.num_layers();
-          res.uncached_us.assign(static_cast<size_t>(config.reps), 0);
+          res.builder_calls_uncached = calls_uncached * res.steps;
+          res.builder_calls_cached = calls_cached * res.steps;
+          res.uncached_us.assign(reps, 0);
           res.cached_us = res.uncached_wall_us = res.cached_wall_us = res.uncached_us;
-          results.push_back(res);
-        }
-        for (int32_t step = 0; step < steps; ++step) {
-          harness::StepShape shape;
-          shape.num_decodes = background;
-          shape.decode_context = config.background_context;
-          shape.num_prefills = 1;
-          shape.prefill_context = step * config.chunk_tokens;
-          shape.prefill_tokens_each = std::min(config.chunk_tokens, prompt - shape.prefill_context);
-          shape.seed = 1000 + static_cast<uint64_t>(step);
-          const std::unique_ptr<StagedStep> staged =
-              stage_step(config.backend, shape, schedule, /*keep_host=*/false);
-          for (bool cached : {false, true}) {  // warm-up: workspace grown, code loaded
-            run_step(*builder, *staged, cached, 0, rest, timer.get(), stream);
-          }
-          for (size_t i = first; i < results.size(); ++i) {
-            TtftResult& res = results[i];
-            for (int rep = 0; rep < config.reps; ++rep) {
-              for (bool cached : {false, true}) {
-                const StepRun run = run_step(*builder, *staged, cached, res.rest_us, rest,
-                                             timer.get(), stream);
-                const int64_t expected = cached ? calls_cached : calls_uncached;
-                if (run.builder_calls != expected || run.content_errors != 0) {
-                  std::ostringstream os;
-                  os << model << " prompt " << prompt << " step " << step << ": "
-                     << run.builder_calls << " builder calls (expected " << expected << "), "
-                     << run.content_errors << " content errors";
-                  throw std::runtime_error(os.str());
-                }
-                const size_t k = static_cast<size_t>(rep);
-                (cached ? res.cached_us : res.uncached_us)[k] += run.event_us;
-                (cached ? res.cached_wall_us : res.uncached_wall_us)[k] += run.wall_us;
-              }
+          for (const ChunkStep& c : steps) {
+            const StepTimes& t = measured[c][i];
+            for (size_t rep = 0; rep < reps; ++rep) {
+              res.uncached_us[rep] += t.uncached_us[rep];
+              res.cached_us[rep] += t.cached_us[rep];
+              res.uncached_wall_us[rep] += t.uncached_wall_us[rep];
+              res.cached_wall_us[rep] += t.cached_wall_us[rep];
             }
           }
+          out.results.push_back(std::move(res));
         }
-        for (size_t i = first; i < results.size(); ++i) {
-          results[i].builder_calls_uncached = calls_uncached * steps;
-          results[i].builder_calls_cached = calls_cached * steps;
-        }
-        std::ostringstream os;
-        os << model << " prompt " << prompt << " (" << steps << " steps, " << background
-           << " background decodes): done in " << static_cast<int>((now_us() - started) / 1e3)
-           << " ms";
-        progress(os.str());
       }
     }
   }
-  return results;
+  return out;
 }
 
 }  // namespace dsv4::bench

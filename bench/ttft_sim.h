@@ -21,6 +21,7 @@ struct TtftConfig {
   int32_t background_context = 8192;               // their seq_len
   std::vector<double> rest_us = {0, 100, 500, 2000};  // rest of each layer
   int reps = 3;
+  double max_seconds = 0;  // > 0: stage no new step after this long; unfinished prompts are skipped
 };
 
 // Stands in for everything a layer does besides its indices.
@@ -54,13 +55,19 @@ struct TtftResult {
   double wall_gain_pct() const;  // same for wall time
 };
 
-// Runs every (model, prompt, background, rest) of `config`, uncached and cached alternating.
-// Steps are staged one at a time between steps (outside the timed region); each staged step
-// is timed for every rest setting and repetition, so TTFT = the sum of its steps' times.
-// Throws std::runtime_error on content errors or wrong builder-call counts.
-std::vector<TtftResult> simulate_ttft(const TtftConfig& config, const RestOfLayer& rest,
-                                      void* stream,
-                                      const std::function<void(const std::string&)>& progress);
+struct TtftRun {
+  std::vector<TtftResult> results;
+  std::vector<std::string> skipped;  // prompts left out by the time budget
+};
+
+// Runs every (model, background, prompt, rest) of `config`, uncached and cached alternating.
+// A prompt of P tokens is ceil(P / chunk) steps; the prompts share their common steps (same
+// shape, same seed: the same step), each distinct step is staged once (outside the timed
+// region) and timed for every rest setting and repetition, and a prompt's TTFT is the sum of
+// its steps' times, repetition by repetition. Throws std::runtime_error on content errors or
+// wrong builder-call counts.
+TtftRun simulate_ttft(const TtftConfig& config, const RestOfLayer& rest, void* stream,
+                      const std::function<void(const std::string&)>& progress);
 
 // Seconds the runs' busy-waits alone take (a lower bound of the run time).
 double estimated_rest_seconds(const TtftConfig& config);

@@ -100,7 +100,8 @@ gbench=(--backends=cuda --benchmark_repetitions=3 --benchmark_display_aggregates
 stage kernel_bench 100 "$bin/kernel_bench" "${gbench[@]}" --benchmark_out="$out/kernel_bench.json"
 stage step_bench 150 "$bin/step_bench" "${gbench[@]}" --benchmark_out="$out/step_bench.json"
 # shellcheck disable=SC2086  # TTFT_ARGS is a list of options
-stage ttft_report 180 "$bin/ttft_report" --backend cuda --out "$out" --commit "$commit" ${TTFT_ARGS:-}
+stage ttft_report 180 "$bin/ttft_report" --backend cuda --out "$out" --commit "$commit" \
+  --max-seconds 140 ${TTFT_ARGS:-}
 deadline=$(( deadline + 25 ))  # plotting and summarising get their own few seconds
 if [ -f "$out/ttft.json" ]; then
   stage plot 30 "$python" bench/plot_ttft.py "$out/ttft.json" --out "$out/ttft.png"
