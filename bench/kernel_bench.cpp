@@ -35,7 +35,6 @@ constexpr int64_t kHeadStartNs = 20000;  // 20 us: the host enqueues the build m
 constexpr double kBuildHostTargetUs = 5.0;
 constexpr double kCacheHitTargetUs = 0.2;
 
-
 struct KernelConfig {
   opt::Backend backend;
   std::string model;
@@ -398,6 +397,7 @@ int main(int argc, char** argv) {
     r.tear_down();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kernel_bench: error: %s\n", e.what());
+    run().tear_down();  // device memory before the stream, while CUDA is still up
     return 1;
   }
   return 0;

@@ -243,6 +243,7 @@ int main(int argc, char** argv) {
     r.tear_down();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "step_bench: error: %s\n", e.what());
+    run().tear_down();  // device memory before the stream, while CUDA is still up
     return 1;
   }
   return 0;
