@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <sstream>
 #include <stdexcept>
-#include <string>
 
 namespace dsv4::opt {
 namespace {
@@ -32,15 +31,17 @@ void check_matrix(const char* field, const Int32Matrix& m, int64_t rows, const c
   if (int64_t{m.rows} * m.cols > 0 && m.data == nullptr) reject(field, ".data is null");
 }
 
+// Field names are only assembled when a check fails: the per-layer path must not allocate.
 void check_cache(const char* name, const PagedCacheView& cache, int32_t num_requests) {
-  const std::string field(name);
-  check_at_least((field + ".block_size").c_str(), cache.block_size, 1);
-  check_at_least((field + ".blocks_per_row").c_str(), cache.blocks_per_row, 0);
+  if (cache.block_size < 1) reject(name, ".block_size = ", cache.block_size, " must be >= 1");
+  if (cache.blocks_per_row < 0) {
+    reject(name, ".blocks_per_row = ", cache.blocks_per_row, " must be >= 0");
+  }
   if (cache.num_rows != num_requests) {
-    reject(field, ".block_table has ", cache.num_rows, " rows, expected R = ", num_requests);
+    reject(name, ".block_table has ", cache.num_rows, " rows, expected R = ", num_requests);
   }
   if (int64_t{cache.num_rows} * cache.blocks_per_row > 0 && cache.block_table == nullptr) {
-    reject(field, ".block_table is null");
+    reject(name, ".block_table is null");
   }
 }
 

@@ -34,7 +34,9 @@ class CudaBuilderTest : public ::testing::Test {
   void TearDown() override {
     builder_.reset();
 #if defined(DSV4_WITH_CUDA)
-    if (stream_ != nullptr) EXPECT_EQ(cudaStreamDestroy(static_cast<cudaStream_t>(stream_)), cudaSuccess);
+    if (stream_ != nullptr) {
+      EXPECT_EQ(cudaStreamDestroy(static_cast<cudaStream_t>(stream_)), cudaSuccess);
+    }
 #endif
   }
 
@@ -131,6 +133,7 @@ TEST_F(CudaBuilderTest, OutputsAreAlignedDistinctAndRecycledPerStep) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(a.sparse_lens) % 16, 0u);
   builder_->release_outputs();
   EXPECT_EQ(builder_->build(staged.request()).sparse_indices, a.sparse_indices);
+  EXPECT_EQ(builder_->take_content_errors(), 0);  // also: the builds are done before staged is freed
   builder_->release_outputs();
 }
 

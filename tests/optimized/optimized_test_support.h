@@ -64,6 +64,8 @@ inline void poison(Backend backend, void* p, size_t bytes, unsigned char value) 
     return;
   }
 #if defined(DSV4_WITH_CUDA)
+  // Builds may still run on a non-blocking stream that the legacy-stream memset ignores.
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   ASSERT_EQ(cudaMemset(p, value, bytes), cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 #else
