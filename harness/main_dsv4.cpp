@@ -28,7 +28,7 @@ constexpr const char* kUsage = R"(usage:
   dsv4 demo
   dsv4 --help
 
-verify   Draws N random steps from seed S (default 200 steps, seed 1) and checks, for every
+verify   Draws N random steps from seed S (default 500 steps, seed 1) and checks, for every
          layer, the reference == the optimized path without the per-step cache == the
          optimized path with it: indices, lens and content-error counts, element for
          element; plus the cached path's builder calls (one per cacheable kind present plus

@@ -13,7 +13,7 @@
 namespace dsv4::harness {
 
 struct VerifyOptions {
-  int64_t steps = 200;
+  int64_t steps = 500;
   uint64_t seed = 1;
   std::vector<ScheduleChoice> schedules{ScheduleChoice::kFlash, ScheduleChoice::kPro,
                                         ScheduleChoice::kRandom};  // step i uses i % size
