@@ -147,97 +147,127 @@ double estimated_rest_seconds(const TtftConfig& config) {
          static_cast<double>(config.background_decodes.size()) * 1e-6;
 }
 
+namespace {
+
+// Stages one distinct step and times it for every rest setting and repetition (uncached and
+// cached alternating), after one warm-up of each.
+std::vector<StepTimes> measure_step(const TtftConfig& config, const ref::ModelSchedule& schedule,
+                                    const ChunkStep& chunk, int32_t background,
+                                    opt::MixedSparseIndicesBuilder& builder,
+                                    const RestOfLayer& rest, EventTimer* timer, void* stream,
+                                    const std::function<void(const std::string&)>& progress) {
+  harness::StepShape shape;
+  shape.num_decodes = background;
+  shape.decode_context = config.background_context;
+  shape.num_prefills = 1;
+  shape.prefill_context = chunk.context;
+  shape.prefill_tokens_each = chunk.tokens;
+  shape.seed = 1000 + static_cast<uint64_t>(chunk.context) + static_cast<uint64_t>(chunk.tokens);
+  const double staging_start = now_us();
+  const std::unique_ptr<StagedStep> staged =
+      stage_step(config.backend, shape, schedule, /*keep_host=*/false);
+  const double measure_start = now_us();
+  for (bool cached : {false, true}) run_step(builder, *staged, cached, 0, rest, timer, stream);
+  const int64_t calls_uncached = expected_builder_calls(schedule, false);
+  const int64_t calls_cached = expected_builder_calls(schedule, true);
+  std::vector<StepTimes> times(config.rest_us.size());
+  for (size_t i = 0; i < times.size(); ++i) {
+    for (int rep = 0; rep < config.reps; ++rep) {
+      for (bool cached : {false, true}) {
+        const StepRun run =
+            run_step(builder, *staged, cached, config.rest_us[i], rest, timer, stream);
+        const int64_t expected = cached ? calls_cached : calls_uncached;
+        if (run.builder_calls != expected || run.content_errors != 0) {
+          std::ostringstream os;
+          os << schedule.name << " step of " << chunk.tokens << " tokens after " << chunk.context
+             << ": " << run.builder_calls << " builder calls (expected " << expected << "), "
+             << run.content_errors << " content errors";
+          throw std::runtime_error(os.str());
+        }
+        (cached ? times[i].cached_us : times[i].uncached_us).push_back(run.event_us);
+        (cached ? times[i].cached_wall_us : times[i].uncached_wall_us).push_back(run.wall_us);
+      }
+    }
+  }
+  std::ostringstream os;
+  os << schedule.name << ": step of " << chunk.tokens << " tokens after " << chunk.context << " (+"
+     << background << " decodes) staged in "
+     << static_cast<int>((measure_start - staging_start) / 1e3) << " ms, measured in "
+     << static_cast<int>((now_us() - measure_start) / 1e3) << " ms";
+  progress(os.str());
+  return times;
+}
+
+// One distinct step of one model with one background setting.
+struct StepKey {
+  ChunkStep chunk;
+  size_t background = 0, model = 0;  // indices into the config's lists
+  bool operator<(const StepKey& o) const {
+    if (chunk < o.chunk || o.chunk < chunk) return chunk < o.chunk;
+    return background != o.background ? background < o.background : model < o.model;
+  }
+};
+
+}  // namespace
+
 TtftRun simulate_ttft(const TtftConfig& config, const RestOfLayer& rest, void* stream,
                       const std::function<void(const std::string&)>& progress) {
   if (config.chunk_tokens < 1) throw std::invalid_argument("chunk_tokens must be >= 1");
   if (config.reps < 1) throw std::invalid_argument("reps must be >= 1");
-  const bool cuda = config.backend == opt::Backend::kCuda;
   std::unique_ptr<EventTimer> timer;
-  if (cuda) timer = std::make_unique<EventTimer>();
+  if (config.backend == opt::Backend::kCuda) timer = std::make_unique<EventTimer>();
   std::unique_ptr<opt::MixedSparseIndicesBuilder> builder = make_builder(config.backend, stream);
-  const double run_start = now_us();
-  const size_t num_rest = config.rest_us.size();
-  const size_t reps = static_cast<size_t>(config.reps);
+  std::vector<ref::ModelSchedule> schedules;
+  for (const std::string& model : config.models) schedules.push_back(model_schedule(model));
 
+  // Every distinct step, shortest context first and every model/background at each context:
+  // if the time budget runs out, the short prompts of every model are done.
+  std::map<StepKey, std::vector<StepTimes>> measured;
+  for (int32_t prompt : config.prompts) {
+    for (const ChunkStep& c : chunk_steps(prompt, config.chunk_tokens)) {
+      for (size_t b = 0; b < config.background_decodes.size(); ++b) {
+        for (size_t m = 0; m < schedules.size(); ++m) measured[StepKey{c, b, m}];
+      }
+    }
+  }
+  const double run_start = now_us();
+  for (auto& [key, times] : measured) {
+    if (config.max_seconds > 0 && (now_us() - run_start) * 1e-6 > config.max_seconds) break;
+    times = measure_step(config, schedules[key.model], key.chunk,
+                         config.background_decodes[key.background], *builder, rest, timer.get(),
+                         stream, progress);
+  }
+
+  // TTFT of a prompt = the sum of its steps' times, repetition by repetition.
   TtftRun out;
-  for (const std::string& model : config.models) {
-    const ref::ModelSchedule schedule = model_schedule(model);
-    const int64_t calls_uncached = expected_builder_calls(schedule, false);
-    const int64_t calls_cached = expected_builder_calls(schedule, true);
-    for (int32_t background : config.background_decodes) {
-      // Every distinct step of every prompt, shortest context first (short prompts finish
-      // first if the time budget runs out).
-      std::map<ChunkStep, std::vector<StepTimes>> measured;  // per rest setting
-      for (int32_t prompt : config.prompts) {
-        for (const ChunkStep& c : chunk_steps(prompt, config.chunk_tokens)) measured[c];
-      }
-      for (auto& [chunk, times] : measured) {
-        const double elapsed_s = (now_us() - run_start) * 1e-6;
-        if (config.max_seconds > 0 && elapsed_s > config.max_seconds) break;
-        harness::StepShape shape;
-        shape.num_decodes = background;
-        shape.decode_context = config.background_context;
-        shape.num_prefills = 1;
-        shape.prefill_context = chunk.context;
-        shape.prefill_tokens_each = chunk.tokens;
-        shape.seed = 1000 + static_cast<uint64_t>(chunk.context) + static_cast<uint64_t>(chunk.tokens);
-        const double staging_start = now_us();
-        const std::unique_ptr<StagedStep> staged =
-            stage_step(config.backend, shape, schedule, /*keep_host=*/false);
-        const double measure_start = now_us();
-        for (bool cached : {false, true}) {  // warm-up: workspace grown, code loaded
-          run_step(*builder, *staged, cached, 0, rest, timer.get(), stream);
-        }
-        times.assign(num_rest, StepTimes{});
-        for (size_t i = 0; i < num_rest; ++i) {
-          for (size_t rep = 0; rep < reps; ++rep) {
-            for (bool cached : {false, true}) {
-              const StepRun run = run_step(*builder, *staged, cached, config.rest_us[i], rest,
-                                           timer.get(), stream);
-              const int64_t expected = cached ? calls_cached : calls_uncached;
-              if (run.builder_calls != expected || run.content_errors != 0) {
-                std::ostringstream os;
-                os << model << " step of " << chunk.tokens << " tokens after " << chunk.context
-                   << ": " << run.builder_calls << " builder calls (expected " << expected
-                   << "), " << run.content_errors << " content errors";
-                throw std::runtime_error(os.str());
-              }
-              (cached ? times[i].cached_us : times[i].uncached_us).push_back(run.event_us);
-              (cached ? times[i].cached_wall_us : times[i].uncached_wall_us).push_back(run.wall_us);
-            }
-          }
-        }
-        std::ostringstream os;
-        os << model << ": step of " << chunk.tokens << " tokens after " << chunk.context
-           << " (+" << background << " decodes) staged in "
-           << static_cast<int>((measure_start - staging_start) / 1e3) << " ms, measured in "
-           << static_cast<int>((now_us() - measure_start) / 1e3) << " ms";
-        progress(os.str());
-      }
-      // TTFT of a prompt = the sum of its steps' times, repetition by repetition.
+  const size_t reps = static_cast<size_t>(config.reps);
+  for (size_t m = 0; m < schedules.size(); ++m) {
+    const ref::ModelSchedule& schedule = schedules[m];
+    for (size_t b = 0; b < config.background_decodes.size(); ++b) {
       for (int32_t prompt : config.prompts) {
         const std::vector<ChunkStep> steps = chunk_steps(prompt, config.chunk_tokens);
         bool complete = true;
-        for (const ChunkStep& c : steps) complete = complete && !measured[c].empty();
+        for (const ChunkStep& c : steps) complete = complete && !measured[StepKey{c, b, m}].empty();
         if (!complete) {
-          out.skipped.push_back(model + " prompt " + std::to_string(prompt) + " with " +
-                                std::to_string(background) + " background decodes");
+          out.skipped.push_back(config.models[m] + " prompt " + std::to_string(prompt) + " with " +
+                                std::to_string(config.background_decodes[b]) +
+                                " background decodes");
           continue;
         }
-        for (size_t i = 0; i < num_rest; ++i) {
+        for (size_t i = 0; i < config.rest_us.size(); ++i) {
           TtftResult res;
-          res.model = model;
+          res.model = config.models[m];
           res.prompt_tokens = prompt;
-          res.background_decodes = background;
+          res.background_decodes = config.background_decodes[b];
           res.rest_us = config.rest_us[i];
           res.steps = static_cast<int32_t>(steps.size());
           res.layers = schedule.num_layers();
-          res.builder_calls_uncached = calls_uncached * res.steps;
-          res.builder_calls_cached = calls_cached * res.steps;
+          res.builder_calls_uncached = expected_builder_calls(schedule, false) * res.steps;
+          res.builder_calls_cached = expected_builder_calls(schedule, true) * res.steps;
           res.uncached_us.assign(reps, 0);
           res.cached_us = res.uncached_wall_us = res.cached_wall_us = res.uncached_us;
           for (const ChunkStep& c : steps) {
-            const StepTimes& t = measured[c][i];
+            const StepTimes& t = measured[StepKey{c, b, m}][i];
             for (size_t rep = 0; rep < reps; ++rep) {
               res.uncached_us[rep] += t.uncached_us[rep];
               res.cached_us[rep] += t.cached_us[rep];

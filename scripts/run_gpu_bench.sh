@@ -10,22 +10,33 @@
 #   BUILD_DIR  build folder (default build-gpu-bench)
 #   TTFT_ARGS  extra ttft_report options (e.g. "--background-decodes 0,64")
 #   PYTHON     python with matplotlib (default python3)
+#   BENCH_BACKEND  cuda (default) or host: host runs the same pipeline on the host backend
+#              (CPU timings; for trying the script on a machine without a GPU)
 # Every stage has a time cap and all end within BENCH_DEADLINE_S (default 560 s) + 25 s for
 # the plot and summary; a failed stage does not stop the later ones; the exit status says
 # whether all succeeded.
 set -uo pipefail
-cd "$(dirname "$0")/.." || exit 2
 
 if [ $# -lt 1 ]; then
   echo "usage: $0 OUTDIR [COMMIT]" >&2
   exit 2
 fi
-out=$1
+# Paths given relative to the caller's directory, resolved before moving to the repo root.
+mkdir -p "$1" || exit 2
+out=$(cd "$1" && pwd)
+deps=""
+if [ -n "${DEPS:-}" ]; then
+  deps=$(cd "$DEPS" && pwd) || { echo "DEPS=$DEPS: no such folder" >&2; exit 2; }
+fi
+cd "$(dirname "$0")/.." || exit 2
 commit=${2:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}
 build_dir=${BUILD_DIR:-build-gpu-bench}
 python=${PYTHON:-python3}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
+backend=${BENCH_BACKEND:-cuda}
+case "$backend" in
+  cuda|host) ;;
+  *) echo "BENCH_BACKEND=$backend: expected cuda or host" >&2; exit 2 ;;
+esac
 t_start=$(date +%s)
 declare -a status_lines=()
 failed=0
@@ -69,8 +80,7 @@ head -n 12 "$out/nvidia-smi.txt"
 cmake_args=(-S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DDSV4_CUDA=ON
             -DCMAKE_CUDA_ARCHITECTURES=90)
 command -v ninja >/dev/null && cmake_args+=(-G Ninja)
-if [ -n "${DEPS:-}" ]; then
-  deps=$(cd "$DEPS" && pwd)
+if [ -n "$deps" ]; then
   cmake_args+=("-DCMAKE_PREFIX_PATH=$deps/usr")
   for pkg in nlohmann_json rapidcheck benchmark GTest Eigen3; do
     for d in "$deps/usr/lib/x86_64-linux-gnu/cmake/$pkg" "$deps/usr/share/cmake/$pkg" \
@@ -95,12 +105,12 @@ if ! { stage configure 90 cmake "${cmake_args[@]}" &&
 fi
 bin="$build_dir/bench"
 
-gbench=(--backends=cuda --benchmark_repetitions=3 --benchmark_display_aggregates_only=true
+gbench=(--backends="$backend" --benchmark_repetitions=3 --benchmark_display_aggregates_only=true
         --benchmark_out_format=json)
 stage kernel_bench 100 "$bin/kernel_bench" "${gbench[@]}" --benchmark_out="$out/kernel_bench.json"
 stage step_bench 150 "$bin/step_bench" "${gbench[@]}" --benchmark_out="$out/step_bench.json"
 # shellcheck disable=SC2086  # TTFT_ARGS is a list of options
-stage ttft_report 180 "$bin/ttft_report" --backend cuda --out "$out" --commit "$commit" \
+stage ttft_report 180 "$bin/ttft_report" --backend "$backend" --out "$out" --commit "$commit" \
   --max-seconds 140 ${TTFT_ARGS:-}
 deadline=$(( deadline + 25 ))  # plotting and summarising get their own few seconds
 if [ -f "$out/ttft.json" ]; then
@@ -109,7 +119,7 @@ fi
 stage summary 30 "$python" bench/summarize.py "$out"
 
 echo
-echo "=== run_gpu_bench: $(( $(date +%s) - t_start ))s total, commit $commit, results in $out ==="
+echo "=== run_gpu_bench: $(( $(date +%s) - t_start ))s total, backend $backend, commit $commit, results in $out ==="
 printf '  %s\n' "${status_lines[@]}"
 ls -l "$out"
 exit $failed
