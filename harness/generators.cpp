@@ -9,7 +9,24 @@
 namespace dsv4::harness {
 namespace {
 
-using Rng = std::mt19937_64;
+// Bulk content (block permutations, indexer picks) dominates generation time, and the CLI
+// generates under a lock: a small fast generator (splitmix64) instead of mt19937_64.
+class Rng {
+ public:
+  using result_type = uint64_t;
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  static constexpr result_type min() { return 0; }
+  static constexpr result_type max() { return ~result_type{0}; }
+  result_type operator()() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+
+ private:
+  uint64_t state_;
+};
 
 // RapidCheck's element/weightedElement never shrink. These choose the same way but shrink
 // toward the first alternative, so alternatives are listed simplest first.
@@ -47,8 +64,9 @@ uint64_t content_seed() {
   return *rc::gen::noShrink(rc::gen::resize(rc::kNominalSize, rc::gen::arbitrary<uint64_t>()));
 }
 
-int32_t uniform(Rng& rng, int32_t lo, int32_t hi) {  // inclusive
-  return std::uniform_int_distribution<int32_t>(lo, hi)(rng);
+int32_t uniform(Rng& rng, int32_t lo, int32_t hi) {  // inclusive; multiply-shift, no division
+  const uint64_t range = static_cast<uint64_t>(static_cast<int64_t>(hi) - lo + 1);
+  return static_cast<int32_t>(lo + static_cast<int64_t>(((rng() >> 32) * range) >> 32));
 }
 
 int32_t ceil_div(int32_t a, int32_t b) { return a / b + (a % b != 0 ? 1 : 0); }
@@ -375,9 +393,12 @@ rc::Gen<std::vector<ref::C4aIndexerOutput>> gen_c4a_outputs(const ref::Step& ste
       const bool padding_rows_blank = *weighted<bool>({{3, true}, {1, false}});
       Rng rng(content_seed());
 
-      ref::IndexMatrix all = ref::IndexMatrix::Constant(num_tokens, width, -1);
+      out[l].decode_local = ref::IndexMatrix::Constant(num_decode, width, -1);
+      out[l].prefill_topk = ref::IndexMatrix::Constant(num_tokens - num_decode, width, -1);
       for (int32_t t = 0; t < num_tokens; ++t) {
         if (padding_rows_blank && is_padding(step, t)) continue;
+        ref::IndexMatrix& m = t < num_decode ? out[l].decode_local : out[l].prefill_topk;
+        const int32_t row = t < num_decode ? t : t - num_decode;
         const int32_t available = (position_of(step, t) + 1) / 4;
         int32_t count = std::min(width, available);
         if (fill == kFewer) count = uniform(rng, 0, count);
@@ -385,13 +406,11 @@ rc::Gen<std::vector<ref::C4aIndexerOutput>> gen_c4a_outputs(const ref::Step& ste
         if (fill == kScattered) {  // -1 holes between picks
           sampler.sample(width, count, rng, columns);
           for (int32_t i = 0; i < count; ++i)
-            all(t, columns[static_cast<size_t>(i)]) = picks[static_cast<size_t>(i)];
+            m(row, columns[static_cast<size_t>(i)]) = picks[static_cast<size_t>(i)];
         } else {
-          for (int32_t i = 0; i < count; ++i) all(t, i) = picks[static_cast<size_t>(i)];
+          for (int32_t i = 0; i < count; ++i) m(row, i) = picks[static_cast<size_t>(i)];
         }
       }
-      out[l].decode_local = all.topRows(num_decode);
-      out[l].prefill_topk = all.bottomRows(num_tokens - num_decode);
     }
     return out;
   });

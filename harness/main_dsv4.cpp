@@ -125,11 +125,19 @@ int run_verify_command(const std::vector<std::string>& args) {
   }
   if (o.backends.empty()) o.backends = backends_present();
 
-  std::cout << "dsv4 verify: " << (o.only_step >= 0 ? "step " + std::to_string(o.only_step) + " of " : "")
-            << "seed " << o.seed << ", " << (o.only_step >= 0 ? 1 : o.steps) << " steps, schedule "
-            << o.schedule_arg << ", every " << o.corrupted_every
-            << "th step corrupted (content errors must match), at most " << o.limits.max_tokens
-            << " tokens, backends: " << backend_list(o.backends) << "\n"
+  std::cout << "dsv4 verify: ";
+  if (o.only_step >= 0) {
+    std::cout << "step " << o.only_step << " of seed " << o.seed;
+  } else {
+    std::cout << o.steps << " steps from seed " << o.seed;
+  }
+  std::cout << ", schedule " << o.schedule_arg << ", at most " << o.limits.max_tokens
+            << " tokens a step, "
+            << (o.corrupted_every > 0
+                    ? "every " + std::to_string(o.corrupted_every) +
+                          "-th step corrupted (its content errors must match), "
+                    : std::string())
+            << "backends: " << backend_list(o.backends) << "\n"
             << std::flush;
   if (o.only_step >= 0) {  // a single step: say what it is
     const StepPlan plan = plan_step(o, o.only_step);
