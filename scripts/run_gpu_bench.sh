@@ -93,7 +93,8 @@ if [ -n "$deps" ]; then
   done
   export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
-build_log="$build_dir.log"
+mkdir -p "$build_dir"
+build_log="$build_dir/run_gpu_bench_build.log"
 echo "=== configure + build (log: $build_log) ==="
 if ! { stage configure 90 cmake "${cmake_args[@]}" &&
        stage build 300 cmake --build "$build_dir" -j "$(nproc)" \
