@@ -6,6 +6,7 @@
 #include <rapidcheck/gtest.h>
 
 #include <numeric>
+#include <ostream>
 #include <random>
 
 #include "harness/backend_step.h"
@@ -24,6 +25,12 @@ enum class KeyProperty {
   kNone, kWindow, kTopk, kDecodeWidth, kPrefillWidth, kSwaBlockSize, kCompressedBlockSize,
   kSwaBlocksPerRow, kCompressedBlocksPerRow, kRowCount
 };
+
+const char* const kPropertyNames[] = {"none (control)", "window", "topk", "decode width",
+                                      "prefill width", "swa block size", "compressed block size",
+                                      "swa blocks per row", "compressed blocks per row", "row count"};
+// RapidCheck prints counterexample values through this.
+void showValue(KeyProperty p, std::ostream& os) { os << kPropertyNames[static_cast<int>(p)]; }
 
 int32_t ceil_div(int32_t a, int32_t b) { return (a + b - 1) / b; }
 
@@ -100,10 +107,7 @@ RC_GTEST_PROP(CacheKey, SameKindLayersDifferingInOneKeyPropertyAreSeparateEntrie
                  property == KeyProperty::kCompressedBlocksPerRow))
     property = KeyProperty::kWindow;  // SWA-only layers have no compressed table
   if (property == KeyProperty::kRowCount && c.step.num_tokens() == 0) property = KeyProperty::kWindow;
-  static const char* const kNames[] = {"none (control)", "window", "topk", "decode width",
-                                       "prefill width", "swa block size", "compressed block size",
-                                       "swa blocks per row", "compressed blocks per row", "row count"};
-  RC_TAG(std::string(kNames[static_cast<int>(property)]));
+  RC_TAG(std::string(kPropertyNames[static_cast<int>(property)]));
 
   ref::BuilderInputs other = base;
   ref::Step step = c.step;
