@@ -78,42 +78,72 @@ __global__ void __launch_bounds__(Policy::kCtaThreads)
   }
 }
 
-template <int kGroupThreads>
-void launch_group(const MixedSparseIndicesArgs& args, int32_t grid, cudaStream_t stream) {
-  const dim3 blocks(static_cast<unsigned>(grid));
-  const dim3 threads(Policy::kCtaThreads);
-  if (args.decode_local) {
-    if (args.vector_stores) {
-      mixed_sparse_indices_kernel<kGroupThreads, true, true><<<blocks, threads, 0, stream>>>(args);
-    } else {
-      mixed_sparse_indices_kernel<kGroupThreads, true, false><<<blocks, threads, 0, stream>>>(args);
+// The kernel variant for a row mapping and the args' decode form and vector path.
+using KernelFunction = void (*)(MixedSparseIndicesArgs);
+KernelFunction select_kernel(bool cta_per_row, bool decode_local, bool vec4) {
+  constexpr int kCta = Policy::kCtaThreads;
+  constexpr int kWarp = Policy::kWarpThreads;
+  if (cta_per_row) {
+    if (decode_local) {
+      return vec4 ? &mixed_sparse_indices_kernel<kCta, true, true>
+                  : &mixed_sparse_indices_kernel<kCta, true, false>;
     }
-  } else {
-    if (args.vector_stores) {
-      mixed_sparse_indices_kernel<kGroupThreads, false, true><<<blocks, threads, 0, stream>>>(args);
-    } else {
-      mixed_sparse_indices_kernel<kGroupThreads, false, false><<<blocks, threads, 0, stream>>>(args);
-    }
+    return vec4 ? &mixed_sparse_indices_kernel<kCta, false, true>
+                : &mixed_sparse_indices_kernel<kCta, false, false>;
   }
+  if (decode_local) {
+    return vec4 ? &mixed_sparse_indices_kernel<kWarp, true, true>
+                : &mixed_sparse_indices_kernel<kWarp, true, false>;
+  }
+  return vec4 ? &mixed_sparse_indices_kernel<kWarp, false, true>
+              : &mixed_sparse_indices_kernel<kWarp, false, false>;
+}
+
+KernelStatus failure(cudaError_t status, const char* call, int line) {
+  return KernelStatus{static_cast<int>(status), call, __FILE__, line};
 }
 
 }  // namespace
 
-KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args, int32_t sm_count,
+KernelStatus prepare_mixed_sparse_indices_launch(int device, MixedSparseIndicesLaunchConfig* config) {
+  int sm_count = 0;
+  cudaError_t status = cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device);
+  if (status != cudaSuccess) return failure(status, "cudaDeviceGetAttribute(MultiProcessorCount)", __LINE__);
+  config->sm_count = sm_count;
+  for (int cta = 0; cta < 2; ++cta) {
+    for (int local = 0; local < 2; ++local) {
+      for (int vec4 = 0; vec4 < 2; ++vec4) {
+        int resident = 0;
+        status = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &resident, select_kernel(cta != 0, local != 0, vec4 != 0), Policy::kCtaThreads, 0);
+        if (status != cudaSuccess) {
+          return failure(status, "cudaOccupancyMaxActiveBlocksPerMultiprocessor", __LINE__);
+        }
+        config->ctas_per_sm[cta][local][vec4] = resident;
+      }
+    }
+  }
+  return KernelStatus{};
+}
+
+KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
+                                         const MixedSparseIndicesLaunchConfig& config,
                                          cudaStream_t stream) {
   if (args.num_tokens <= 0) return KernelStatus{};
   const int32_t row_chunks = args.vector_stores ? args.row_width / 4 : args.row_width;
-  const RowMapping mapping = choose_row_mapping(args.num_tokens, row_chunks, sm_count);
-  const int32_t grid = grid_ctas(mapping, args.num_tokens, sm_count);
-  if (mapping == RowMapping::kCtaPerRow) {
-    launch_group<Policy::kCtaThreads>(args, grid, stream);
-  } else {
-    launch_group<Policy::kWarpThreads>(args, grid, stream);
-  }
-  const cudaError_t status = cudaGetLastError();
+  const RowMapping mapping = choose_row_mapping(args.num_tokens, row_chunks, config.sm_count);
+  const bool cta_per_row = mapping == RowMapping::kCtaPerRow;
+  const int32_t grid =
+      grid_ctas(mapping, args.num_tokens, config.sm_count,
+                config.ctas_per_sm[cta_per_row][args.decode_local][args.vector_stores]);
+  const KernelFunction kernel = select_kernel(cta_per_row, args.decode_local, args.vector_stores);
+  void* params[] = {const_cast<MixedSparseIndicesArgs*>(&args)};  // copied at launch
+  cudaError_t status = cudaLaunchKernel(kernel, dim3(static_cast<unsigned>(grid)),
+                                        dim3(Policy::kCtaThreads), params, 0, stream);
+  const cudaError_t last = cudaGetLastError();  // also clears a launch error's state
+  if (status == cudaSuccess) status = last;
   if (status != cudaSuccess) {
-    return KernelStatus{static_cast<int>(status), "mixed_sparse_indices_kernel<<<>>> (cudaGetLastError)",
-                        __FILE__, __LINE__};
+    return failure(status, "cudaLaunchKernel(mixed_sparse_indices_kernel) / cudaGetLastError", __LINE__);
   }
   return KernelStatus{};
 }

@@ -10,10 +10,23 @@
 
 namespace dsv4::opt {
 
+// What the grid size depends on, queried once per device (never per launch).
+struct MixedSparseIndicesLaunchConfig {
+  int32_t sm_count = 0;
+  // Resident CTAs per SM of each kernel variant [cta_per_row][decode_local][vec4] (occupancy
+  // calculator), capped at MixedSparseIndicesPolicy::kMaxCtasPerSm: the grid-stride loop then
+  // runs in exactly one wave.
+  int32_t ctas_per_sm[2][2][2] = {};
+};
+
+// Queries `device`'s SM count and every kernel variant's occupancy.
+KernelStatus prepare_mixed_sparse_indices_launch(int device, MixedSparseIndicesLaunchConfig* config);
+
 // Builds every row of args (T may be 0: nothing is launched). Content errors are added to
-// *args.content_errors (device memory). sm_count: the device's multiprocessor count, queried
-// once by the caller. Checks the launch (cudaGetLastError) and returns its status.
-KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args, int32_t sm_count,
+// *args.content_errors (device memory). Checks the launch (cudaGetLastError) and returns its
+// status.
+KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
+                                         const MixedSparseIndicesLaunchConfig& config,
                                          cudaStream_t stream);
 
 }  // namespace dsv4::opt

@@ -14,8 +14,8 @@ struct MixedSparseIndicesPolicy {
   // A step of at most this many rows per SM gets a CTA per row as well, so that a small decode
   // step spreads over many SMs instead of queueing its rows on a few warps.
   static constexpr int32_t kCtaPerRowMaxRowsPerSm = 2;
-  // Grid cap for the grid-stride loop over rows: enough resident CTAs per SM to hide memory
-  // latency; larger steps loop.
+  // Grid cap for the grid-stride loop over rows: at most this many CTAs per SM, and never more
+  // than the occupancy calculator says are resident (one wave; larger steps loop).
   static constexpr int32_t kMaxCtasPerSm = 8;
 };
 
@@ -34,12 +34,16 @@ constexpr RowMapping choose_row_mapping(int32_t num_tokens, int32_t row_chunks, 
   return RowMapping::kWarpPerRow;
 }
 
-// CTAs to launch for num_tokens >= 1 rows: one per row group, capped at kMaxCtasPerSm per SM.
-constexpr int32_t grid_ctas(RowMapping mapping, int32_t num_tokens, int32_t sm_count) {
+// CTAs to launch for num_tokens >= 1 rows: one per row group, capped at one wave of
+// resident_ctas_per_sm (itself capped at kMaxCtasPerSm) on every SM.
+constexpr int32_t grid_ctas(RowMapping mapping, int32_t num_tokens, int32_t sm_count,
+                            int32_t resident_ctas_per_sm = MixedSparseIndicesPolicy::kMaxCtasPerSm) {
   using P = MixedSparseIndicesPolicy;
   const int32_t rows_per_cta = mapping == RowMapping::kCtaPerRow ? 1 : P::kCtaThreads / P::kWarpThreads;
   const int64_t needed = (static_cast<int64_t>(num_tokens) + rows_per_cta - 1) / rows_per_cta;
-  const int64_t cap = static_cast<int64_t>(sm_count < 1 ? 1 : sm_count) * P::kMaxCtasPerSm;
+  int32_t per_sm = resident_ctas_per_sm < P::kMaxCtasPerSm ? resident_ctas_per_sm : P::kMaxCtasPerSm;
+  if (per_sm < 1) per_sm = 1;
+  const int64_t cap = static_cast<int64_t>(sm_count < 1 ? 1 : sm_count) * per_sm;
   return static_cast<int32_t>(needed < cap ? needed : cap);
 }
 

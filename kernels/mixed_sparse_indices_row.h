@@ -5,7 +5,8 @@
 //
 // Memory: every read stays inside the inputs (rows t < D of the decode tensors, row t - D of
 // prefill_topk, columns below their widths, row r < R of a block table, block < its width)
-// and every write inside row t of the outputs, for any input values.
+// and every write inside row t of the outputs, for any input values once the shapes passed
+// validation (a token_to_req entry out of range is caught per row, not trusted).
 #pragma once
 #include <cstdint>
 

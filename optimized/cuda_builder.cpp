@@ -32,7 +32,7 @@ class CudaBuilder final : public MixedSparseIndicesBuilder {
   CudaBuilder(cudaStream_t stream, size_t workspace_bytes)
       : stream_(stream), arena_(ArenaMemory{&device_allocate, &device_release}, workspace_bytes) {
     DSV4_CUDA_CHECK(cudaGetDevice(&device_));
-    DSV4_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_));
+    check_kernel_status(prepare_mixed_sparse_indices_launch(device_, &launch_config_));
     device_errors_.reset(static_cast<unsigned long long*>(device_allocate(sizeof(unsigned long long))));
     void* pinned = nullptr;
     DSV4_CUDA_CHECK(cudaMallocHost(&pinned, sizeof(unsigned long long)));
@@ -53,7 +53,7 @@ class CudaBuilder final : public MixedSparseIndicesBuilder {
     if (out.num_tokens == 0) return out;
     const MixedSparseIndicesArgs args = make_mixed_sparse_indices_args(
         request, out.sparse_indices, out.sparse_lens, device_errors_.get());
-    check_kernel_status(launch_mixed_sparse_indices(args, sm_count_, stream_));
+    check_kernel_status(launch_mixed_sparse_indices(args, launch_config_, stream_));
     return out;
   }
 
@@ -72,7 +72,7 @@ class CudaBuilder final : public MixedSparseIndicesBuilder {
  private:
   cudaStream_t stream_;
   int device_ = 0;
-  int sm_count_ = 0;
+  MixedSparseIndicesLaunchConfig launch_config_;
   StepArena arena_;
   std::unique_ptr<unsigned long long, DeviceDeleter> device_errors_;
   std::unique_ptr<unsigned long long, PinnedDeleter> host_errors_;

@@ -69,6 +69,10 @@ TEST(RowMappingPolicy, WarpsForNarrowRowsCtasForWideRowsAndSmallSteps) {
   EXPECT_EQ(grid_ctas(RowMapping::kCtaPerRow, 64, sms), 64);
   EXPECT_EQ(grid_ctas(RowMapping::kCtaPerRow, 8192, sms), sms * P::kMaxCtasPerSm);
   EXPECT_EQ(grid_ctas(RowMapping::kWarpPerRow, 1, sms), 1);
+  // One wave: never more CTAs per SM than are resident (40 registers x 256 threads -> 6).
+  EXPECT_EQ(grid_ctas(RowMapping::kWarpPerRow, 100000, sms, 6), sms * 6);
+  EXPECT_EQ(grid_ctas(RowMapping::kCtaPerRow, 100000, sms, 12), sms * P::kMaxCtasPerSm);
+  EXPECT_EQ(grid_ctas(RowMapping::kCtaPerRow, 100000, sms, 0), sms);
 }
 
 enum class Path { kAsChosen, kScalar, kVectorStoresScalarLoads };
