@@ -86,7 +86,8 @@ TEST_F(CudaBuilderTest, ManyRowsTakeAWarpPerRow) {
   many.max_decode_query = 3;
   many.max_prefill_query = 40;
   many.max_topk = 40;
-  for (uint64_t seed = 5000; seed < 5012; ++seed) {
+  int built = 0;
+  for (uint64_t seed = 5000; seed < 5016 && built < 8; ++seed) {
     std::mt19937_64 rng(seed);
     ref::BuilderInputs in = testing::random_builder_inputs(rng, many);
     const auto rows = static_cast<int32_t>(in.token_to_req.size());
@@ -94,7 +95,9 @@ TEST_F(CudaBuilderTest, ManyRowsTakeAWarpPerRow) {
     EXPECT_EQ(choose_row_mapping(rows, 64, sm_count_), RowMapping::kWarpPerRow);
     ASSERT_TRUE(testing::build_matches_reference(*builder_, in)) << "seed " << seed << ": "
                                                                  << testing::describe(in);
+    ++built;
   }
+  EXPECT_GT(built, 0) << "no random step had more than 2 rows per SM";
 }
 
 TEST_F(CudaBuilderTest, ErrorsAccumulateUntilTakenThenReset) {
