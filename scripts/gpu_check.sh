@@ -22,13 +22,13 @@ step build ok
 ctest --test-dir build-gpu -L gpu --output-on-failure > "$out/gpu_tests.log" 2>&1 && r=ok || { r=FAILED; status=1; }
 step "gpu tests" "$r ($(grep -E 'tests passed|tests failed' "$out/gpu_tests.log" | tail -1))"
 grep -c "Skipped\|SKIPPED" "$out/gpu_tests.log" | xargs echo "   skipped lines:" | tee -a "$out/summary.txt"
-for tool in memcheck racecheck; do
-  leak=(); [ $tool = memcheck ] && leak=(--leak-check full)
-  compute-sanitizer --tool $tool --error-exitcode 3 "${leak[@]}" ./build-gpu/tests/gpu_tests \
-    > "$out/sanitizer_$tool.log" 2>&1 && r=ok || { r="FAILED rc=$?"; status=1; }
-  step "compute-sanitizer $tool" "$r ($(grep -E 'ERROR SUMMARY' "$out/sanitizer_$tool.log" | tail -1))"
-done
 ./build-gpu/harness/dsv4 verify --steps "$steps" --backend all > "$out/verify.log" 2>&1 && r=ok || { r=FAILED; status=1; }
 step "dsv4 verify --steps $steps --backend all" "$r"
 tail -25 "$out/verify.log" | tee -a "$out/summary.txt"
+for tool in memcheck racecheck; do
+  leak=(); [ $tool = memcheck ] && leak=(--leak-check full)
+  timeout "${SANITIZER_TIMEOUT:-300}" compute-sanitizer --tool $tool --error-exitcode 3 "${leak[@]}" ./build-gpu/tests/gpu_tests \
+    > "$out/sanitizer_$tool.log" 2>&1 && r=ok || { r="FAILED rc=$?"; status=1; }
+  step "compute-sanitizer $tool" "$r ($(grep -E 'ERROR SUMMARY' "$out/sanitizer_$tool.log" | tail -1))"
+done
 exit $status
