@@ -205,7 +205,7 @@ void BM_kernel(benchmark::State& state, KernelConfig cfg) {
       const double t0 = now_us();
       const opt::BuiltIndices built = b.build(s.request);
       const double host_us = now_us() - t0;
-      benchmark::DoNotOptimize(built.sparse_indices);
+      keep(built.sparse_indices);
       double device_us = host_us;
       if (cuda) {
         timer->stop(stream);
@@ -285,18 +285,18 @@ void BM_hit(benchmark::State& state, KernelConfig cfg, bool through_indexer) {
     if (through_indexer) {
       opt::StepIndexer indexer(b, s.staged->staged->inputs(), opt::CacheOptions{});
       const int32_t ratio = s.staged->schedule.compress_ratios[0];
-      benchmark::DoNotOptimize(indexer.layer_indices(ratio));
+      keep(indexer.layer_indices(ratio));
       const double t0 = now_us();
-      for (auto _ : state) benchmark::DoNotOptimize(indexer.layer_indices(ratio).sparse_indices);
+      for (auto _ : state) keep(indexer.layer_indices(ratio).sparse_indices);
       elapsed_us = now_us() - t0;
       builds = indexer.cache().builder_calls();
       hits = indexer.cache().hits();
       indexer.end_step();
     } else {
       opt::StepIndexCache cache(b, opt::CacheOptions{});
-      benchmark::DoNotOptimize(cache.get_or_build(kind, s.request));
+      keep(cache.get_or_build(kind, s.request));
       const double t0 = now_us();
-      for (auto _ : state) benchmark::DoNotOptimize(cache.get_or_build(kind, s.request).sparse_indices);
+      for (auto _ : state) keep(cache.get_or_build(kind, s.request).sparse_indices);
       elapsed_us = now_us() - t0;
       builds = cache.builder_calls();
       hits = cache.hits();

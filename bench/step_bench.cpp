@@ -124,7 +124,7 @@ StepTiming run_step(const StepConfig& cfg, const StagedStep& s, double head_star
   opt::StepIndexer indexer(b, s.staged->inputs(), opt::CacheOptions{cfg.cached, false});
   const std::vector<int32_t>& ratios = s.schedule.compress_ratios;
   for (int32_t l = 0; l < static_cast<int32_t>(ratios.size()); ++l) {
-    benchmark::DoNotOptimize(
+    keep(
         indexer.layer_indices(ratios[static_cast<size_t>(l)], s.staged->c4a(l)).sparse_indices);
   }
   out.host_us = now_us() - t0;
