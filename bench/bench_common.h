@@ -5,19 +5,10 @@
 #include <string>
 #include <vector>
 
-#include <benchmark/benchmark.h>
-
 #include "bench/gpu_timing.h"
 #include "optimized/builder.h"
 
 namespace dsv4::bench {
-
-// DoNotOptimize on a mutable copy: Google Benchmark 1.8 deprecates the const-ref overload
-// (an error under -Werror) that 1.7 picks for const values and temporaries.
-template <class T>
-inline void keep(T value) {
-  benchmark::DoNotOptimize(value);
-}
 
 
 struct BackendChoice {

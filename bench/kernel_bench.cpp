@@ -22,6 +22,7 @@
 
 #include "bench/bench_cases.h"
 #include "bench/bench_common.h"
+#include "bench/keep.h"
 #include "bench/build_bytes.h"
 #include "bench/gpu_timing.h"
 #include "optimized/step_indexer.h"
