@@ -66,7 +66,8 @@ __global__ void __launch_bounds__(Policy::kCtaThreads)
        t += row_stride) {
     const RowPlan row = plan_row(args, static_cast<int32_t>(t));
     int32_t picks =
-        build_row_columns<kDecodeLocal, kVec4>(args, row, rank, kGroupThreads, &errors);
+        build_row_columns<kDecodeLocal, kVec4, Policy::kCompressedBatch>(args, row, rank,
+                                                                   kGroupThreads, &errors);
     if constexpr (kDecodeLocal) {
       if (row.decode) picks = group_sum<kGroupThreads>(picks);
     }

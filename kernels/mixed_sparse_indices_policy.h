@@ -17,6 +17,10 @@ struct MixedSparseIndicesPolicy {
   // Grid cap for the grid-stride loop over rows: at most this many CTAs per SM, and never more
   // than the occupancy calculator says are resident (one wave; larger steps loop).
   static constexpr int32_t kMaxCtasPerSm = 8;
+  // Compressed 16-byte chunks a thread loads (then translates, then stores) at once: enough
+  // independent reads in flight to cover DRAM latency (a Flash C4A row is 5 chunks per lane,
+  // a Pro C4A or 120K-context C128A row 9).
+  static constexpr int kCompressedBatch = 8;
 };
 
 enum class RowMapping : uint8_t {

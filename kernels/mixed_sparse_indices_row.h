@@ -110,9 +110,10 @@ DSV4_HD DSV4_INLINE void load_chunk(const int32_t* p, bool aligned, int32_t (&v)
 // The columns of `row` that thread `rank` of a group of `group_threads` owns.
 // kDecode: a decode row (else prefill). kDecodeLocal: decode compressed indices are local (C4A)
 // and get translated; else they are global slots, copied. kVec4: 4-column chunks with 16-byte
-// stores (W % 4 == 0), else single columns. Returns, for a local-form decode row, how many of
-// the owned decode_compressed values are >= 0 (the group sums them into the row's length).
-template <bool kDecode, bool kDecodeLocal, bool kVec4>
+// stores (W % 4 == 0), else single columns. kBatch: compressed chunks per thread in flight.
+// Returns, for a local-form decode row, how many of the owned decode_compressed values are >= 0
+// (the group sums them into the row's length).
+template <bool kDecode, bool kDecodeLocal, bool kVec4, int kBatch>
 DSV4_HD DSV4_INLINE int32_t build_row_part(const MixedSparseIndicesArgs& a, const RowPlan& row,
                                            int32_t rank, int32_t group_threads, int32_t* errors) {
   constexpr int32_t kLanes = kVec4 ? 4 : 1;
@@ -137,34 +138,47 @@ DSV4_HD DSV4_INLINE int32_t build_row_part(const MixedSparseIndicesArgs& a, cons
   }
   // Compressed columns W + j: v = input j (j < compressed_count) else -1; global decode slots
   // are written as-is, local indices v >= 0 are translated through the compressed table.
+  // kBatch chunks per thread at a time: all their loads, then all their table lookups, then
+  // all their stores, so that kBatch x kLanes independent reads are in flight (the lookups
+  // depend on the loaded values; one chunk at a time would serialize two memory latencies).
   const bool vector_loads =
       kDecode ? a.decode_compressed_vector_loads : a.prefill_topk_vector_loads;
-  for (; k < chunks; k += group_threads) {
-    const int32_t c0 = k * kLanes;
-    const int32_t j0 = c0 - a.window;
-    int32_t v[kLanes];
-    if (j0 + kLanes <= row.compressed_count) {
-      load_chunk<kLanes>(row.compressed_in + j0, vector_loads, v);
-    } else {
-      DSV4_UNROLL
-      for (int e = 0; e < kLanes; ++e) {
-        v[e] = j0 + e < row.compressed_count ? load_input(row.compressed_in + j0 + e) : -1;
+  for (; k < chunks; k += group_threads * kBatch) {
+    int32_t v[kBatch][kLanes];
+    DSV4_UNROLL
+    for (int b = 0; b < kBatch; ++b) {
+      const int32_t j0 = (k + b * group_threads) * kLanes - a.window;
+      if (k + b * group_threads < chunks && j0 + kLanes <= row.compressed_count) {
+        load_chunk<kLanes>(row.compressed_in + j0, vector_loads, v[b]);
+      } else {  // the row's tail, or past the row (-1, never stored)
+        DSV4_UNROLL
+        for (int e = 0; e < kLanes; ++e) {
+          v[b][e] = j0 + e < row.compressed_count ? load_input(row.compressed_in + j0 + e) : -1;
+        }
       }
     }
     if constexpr (!kDecode || kDecodeLocal) {
       DSV4_UNROLL
-      for (int e = 0; e < kLanes; ++e) {
-        if constexpr (kDecode) picks += v[e] >= 0 ? 1 : 0;
-        v[e] = v[e] >= 0 ? a.compressed.slot(row.request, v[e], errors) : -1;
+      for (int b = 0; b < kBatch; ++b) {
+        DSV4_UNROLL
+        for (int e = 0; e < kLanes; ++e) {
+          if constexpr (kDecode) picks += v[b][e] >= 0 ? 1 : 0;
+          v[b][e] = v[b][e] >= 0 ? a.compressed.slot(row.request, v[b][e], errors) : -1;
+        }
       }
     }
-    store_output<kLanes>(row.out + c0, v);
+    DSV4_UNROLL
+    for (int b = 0; b < kBatch; ++b) {
+      if (k + b * group_threads < chunks) {
+        store_output<kLanes>(row.out + (k + b * group_threads) * kLanes, v[b]);
+      }
+    }
   }
   return picks;
 }
 
 // Thread `rank`'s share of row `row` (see build_row_part), any row kind.
-template <bool kDecodeLocal, bool kVec4>
+template <bool kDecodeLocal, bool kVec4, int kBatch = 1>
 DSV4_HD DSV4_INLINE int32_t build_row_columns(const MixedSparseIndicesArgs& a, const RowPlan& row,
                                               int32_t rank, int32_t group_threads,
                                               int32_t* errors) {
@@ -175,9 +189,9 @@ DSV4_HD DSV4_INLINE int32_t build_row_columns(const MixedSparseIndicesArgs& a, c
     return 0;
   }
   if (row.decode) {
-    return build_row_part<true, kDecodeLocal, kVec4>(a, row, rank, group_threads, errors);
+    return build_row_part<true, kDecodeLocal, kVec4, kBatch>(a, row, rank, group_threads, errors);
   }
-  return build_row_part<false, kDecodeLocal, kVec4>(a, row, rank, group_threads, errors);
+  return build_row_part<false, kDecodeLocal, kVec4, kBatch>(a, row, rank, group_threads, errors);
 }
 
 // sparse_lens[t] (SPEC §3); `picks` = the row's decode_compressed values >= 0 (local form).

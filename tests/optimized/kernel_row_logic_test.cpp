@@ -77,7 +77,8 @@ TEST(RowMappingPolicy, WarpsForNarrowRowsCtasForWideRowsAndSmallSteps) {
 
 enum class Path { kAsChosen, kScalar, kVectorStoresScalarLoads };
 
-// Every row as a group of `group_threads` ranks would build it on the GPU.
+// Every row as a group of `group_threads` ranks would build it on the GPU (with the kernels'
+// compressed batch), or the host backend (a group of one, batch 1).
 template <bool kLocal, bool kVec4>
 int64_t build_as_groups(const MixedSparseIndicesArgs& a, int32_t group_threads) {
   int64_t errors = 0;
@@ -86,7 +87,10 @@ int64_t build_as_groups(const MixedSparseIndicesArgs& a, int32_t group_threads) 
     int32_t picks = 0;
     int32_t row_errors = 0;
     for (int32_t rank = 0; rank < group_threads; ++rank) {
-      picks += build_row_columns<kLocal, kVec4>(a, row, rank, group_threads, &row_errors);
+      picks += group_threads == 1
+                   ? build_row_columns<kLocal, kVec4, 1>(a, row, rank, group_threads, &row_errors)
+                   : build_row_columns<kLocal, kVec4, MixedSparseIndicesPolicy::kCompressedBatch>(
+                         a, row, rank, group_threads, &row_errors);
     }
     a.sparse_lens[t] = row_length(a, row, picks);
     errors += row_errors;
