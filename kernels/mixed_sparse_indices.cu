@@ -11,22 +11,28 @@ namespace {
 
 using Policy = MixedSparseIndicesPolicy;
 
-__device__ __forceinline__ int32_t warp_sum(int32_t value) {
+// Sum over aligned groups of kLanes lanes (16 or 32) of the lanes in `mask`, which must be
+// exactly the calling groups' lanes (a half warp may run a row its other half does not).
+template <int kLanes = Policy::kWarpThreads>
+__device__ __forceinline__ int32_t warp_sum(int32_t value, unsigned mask = 0xffffffffu) {
 #pragma unroll
-  for (int offset = Policy::kWarpThreads / 2; offset > 0; offset /= 2) {
-    value += __shfl_xor_sync(0xffffffffu, value, offset);
+  for (int offset = kLanes / 2; offset > 0; offset /= 2) {
+    value += __shfl_xor_sync(mask, value, offset);
   }
   return value;
 }
 
 // Sum of `value` over the group that owns a row; every thread of the group must call it.
-// A warp group gets the sum in every lane; a CTA group gets it in thread 0 (its rank 0).
+// A half-warp or warp group gets the sum in every lane; a CTA group gets it in thread 0.
 template <int kGroupThreads>
 __device__ __forceinline__ int32_t group_sum(int32_t value) {
-  value = warp_sum(value);
-  if constexpr (kGroupThreads == Policy::kWarpThreads) {
-    return value;
+  if constexpr (kGroupThreads == Policy::kHalfWarpThreads) {
+    const unsigned half = (threadIdx.x / Policy::kHalfWarpThreads) % 2;
+    return warp_sum<Policy::kHalfWarpThreads>(value, 0xffffu << (Policy::kHalfWarpThreads * half));
+  } else if constexpr (kGroupThreads == Policy::kWarpThreads) {
+    return warp_sum(value);
   } else {
+    value = warp_sum(value);
     static_assert(kGroupThreads == Policy::kCtaThreads, "groups are a warp or a CTA");
     __shared__ int32_t warp_partials[Policy::kCtaThreads / Policy::kWarpThreads];
     const int warp = static_cast<int>(threadIdx.x) / Policy::kWarpThreads;
@@ -43,8 +49,9 @@ __device__ __forceinline__ int32_t group_sum(int32_t value) {
 
 // Builds rows of sparse_indices / sparse_lens in a grid-stride loop over tokens.
 // One CTA = kCtaThreads threads split into groups of kGroupThreads; a group owns one row at a
-// time: kGroupThreads = 32 -> one warp per row, 8 rows per CTA in flight; kGroupThreads =
-// kCtaThreads -> the whole CTA on one row (wide C128A rows, small steps).
+// time: kGroupThreads = 16 -> half a warp per row, 16 rows per CTA in flight (narrow rows);
+// 32 -> one warp per row, 8 rows per CTA; kCtaThreads -> the whole CTA on one row (wide C128A
+// rows, small steps).
 // Within a row, thread `rank` of the group writes 16-byte chunks rank, rank + kGroupThreads, ...
 // (kVec4: consecutive lanes store consecutive 16 B, so a warp writes 512 contiguous bytes per
 // iteration) or single columns (W % 4 != 0). The window part comes first, then the compressed
@@ -81,23 +88,25 @@ __global__ void __launch_bounds__(Policy::kCtaThreads)
 
 // The kernel variant for a row mapping and the args' decode form and vector path.
 using KernelFunction = void (*)(MixedSparseIndicesArgs);
-KernelFunction select_kernel(bool cta_per_row, bool decode_local, bool vec4) {
-  constexpr int kCta = Policy::kCtaThreads;
-  constexpr int kWarp = Policy::kWarpThreads;
-  if (cta_per_row) {
-    if (decode_local) {
-      return vec4 ? &mixed_sparse_indices_kernel<kCta, true, true>
-                  : &mixed_sparse_indices_kernel<kCta, true, false>;
-    }
-    return vec4 ? &mixed_sparse_indices_kernel<kCta, false, true>
-                : &mixed_sparse_indices_kernel<kCta, false, false>;
-  }
+template <int kGroupThreads>
+KernelFunction select_variant(bool decode_local, bool vec4) {
   if (decode_local) {
-    return vec4 ? &mixed_sparse_indices_kernel<kWarp, true, true>
-                : &mixed_sparse_indices_kernel<kWarp, true, false>;
+    return vec4 ? &mixed_sparse_indices_kernel<kGroupThreads, true, true>
+                : &mixed_sparse_indices_kernel<kGroupThreads, true, false>;
   }
-  return vec4 ? &mixed_sparse_indices_kernel<kWarp, false, true>
-              : &mixed_sparse_indices_kernel<kWarp, false, false>;
+  return vec4 ? &mixed_sparse_indices_kernel<kGroupThreads, false, true>
+              : &mixed_sparse_indices_kernel<kGroupThreads, false, false>;
+}
+KernelFunction select_kernel(RowMapping mapping, bool decode_local, bool vec4) {
+  switch (mapping) {
+    case RowMapping::kHalfWarpPerRow:
+      return select_variant<Policy::kHalfWarpThreads>(decode_local, vec4);
+    case RowMapping::kWarpPerRow:
+      return select_variant<Policy::kWarpThreads>(decode_local, vec4);
+    case RowMapping::kCtaPerRow:
+      break;
+  }
+  return select_variant<Policy::kCtaThreads>(decode_local, vec4);
 }
 
 KernelStatus failure(cudaError_t status, const char* call, int line) {
@@ -111,16 +120,17 @@ KernelStatus prepare_mixed_sparse_indices_launch(int device, MixedSparseIndicesL
   cudaError_t status = cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device);
   if (status != cudaSuccess) return failure(status, "cudaDeviceGetAttribute(MultiProcessorCount)", __LINE__);
   config->sm_count = sm_count;
-  for (int cta = 0; cta < 2; ++cta) {
+  for (int mapping = 0; mapping < kRowMappings; ++mapping) {
     for (int local = 0; local < 2; ++local) {
       for (int vec4 = 0; vec4 < 2; ++vec4) {
         int resident = 0;
         status = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &resident, select_kernel(cta != 0, local != 0, vec4 != 0), Policy::kCtaThreads, 0);
+            &resident, select_kernel(static_cast<RowMapping>(mapping), local != 0, vec4 != 0),
+            Policy::kCtaThreads, 0);
         if (status != cudaSuccess) {
           return failure(status, "cudaOccupancyMaxActiveBlocksPerMultiprocessor", __LINE__);
         }
-        config->ctas_per_sm[cta][local][vec4] = resident;
+        config->ctas_per_sm[mapping][local][vec4] = resident;
       }
     }
   }
@@ -133,11 +143,10 @@ KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
   if (args.num_tokens <= 0) return KernelStatus{};
   const int32_t row_chunks = args.vector_stores ? args.row_width / 4 : args.row_width;
   const RowMapping mapping = choose_row_mapping(args.num_tokens, row_chunks, config.sm_count);
-  const bool cta_per_row = mapping == RowMapping::kCtaPerRow;
-  const int32_t grid =
-      grid_ctas(mapping, args.num_tokens, config.sm_count,
-                config.ctas_per_sm[cta_per_row][args.decode_local][args.vector_stores]);
-  const KernelFunction kernel = select_kernel(cta_per_row, args.decode_local, args.vector_stores);
+  const int32_t grid = grid_ctas(
+      mapping, args.num_tokens, config.sm_count,
+      config.ctas_per_sm[static_cast<int>(mapping)][args.decode_local][args.vector_stores]);
+  const KernelFunction kernel = select_kernel(mapping, args.decode_local, args.vector_stores);
   void* params[] = {const_cast<MixedSparseIndicesArgs*>(&args)};  // copied at launch
   cudaError_t status = cudaLaunchKernel(kernel, dim3(static_cast<unsigned>(grid)),
                                         dim3(Policy::kCtaThreads), params, 0, stream);

@@ -7,16 +7,17 @@
 
 #include "kernels/kernel_status.h"
 #include "kernels/mixed_sparse_indices_args.h"
+#include "kernels/mixed_sparse_indices_policy.h"
 
 namespace dsv4::opt {
 
 // What the grid size depends on, queried once per device (never per launch).
 struct MixedSparseIndicesLaunchConfig {
   int32_t sm_count = 0;
-  // Resident CTAs per SM of each kernel variant [cta_per_row][decode_local][vec4] (occupancy
+  // Resident CTAs per SM of each kernel variant [row mapping][decode_local][vec4] (occupancy
   // calculator), capped at MixedSparseIndicesPolicy::kMaxCtasPerSm: the grid-stride loop then
   // runs in exactly one wave.
-  int32_t ctas_per_sm[2][2][2] = {};
+  int32_t ctas_per_sm[3][2][2] = {};
 };
 
 // Queries `device`'s SM count and every kernel variant's occupancy.

@@ -8,6 +8,11 @@ namespace dsv4::opt {
 struct MixedSparseIndicesPolicy {
   static constexpr int32_t kCtaThreads = 256;
   static constexpr int32_t kWarpThreads = 32;
+  static constexpr int32_t kHalfWarpThreads = 16;
+  // A row of at most this many 16-byte chunks (256 columns: SWA-only, short-context C128A)
+  // gets half a warp: twice the rows in flight, since such rows are bound by the latency of
+  // their dependent loads (token_to_req -> request metadata -> block table), not by bytes.
+  static constexpr int32_t kMaxHalfWarpRowChunks = 64;
   // A row of more 16-byte chunks than this (2048 columns) gets a whole CTA: a warp would loop
   // over it more than 16 times (C128A rows reach 128 + 8192 columns at 1M context).
   static constexpr int32_t kMaxWarpRowChunks = 512;
@@ -24,9 +29,18 @@ struct MixedSparseIndicesPolicy {
 };
 
 enum class RowMapping : uint8_t {
-  kWarpPerRow,  // a warp owns a row; kCtaThreads / 32 rows per CTA
-  kCtaPerRow,   // a CTA owns a row
+  kHalfWarpPerRow,  // 16 lanes own a row; kCtaThreads / 16 rows per CTA
+  kWarpPerRow,      // a warp owns a row; kCtaThreads / 32 rows per CTA
+  kCtaPerRow,       // a CTA owns a row
 };
+constexpr int kRowMappings = 3;
+
+constexpr int32_t group_threads(RowMapping mapping) {
+  using P = MixedSparseIndicesPolicy;
+  return mapping == RowMapping::kHalfWarpPerRow ? P::kHalfWarpThreads
+         : mapping == RowMapping::kWarpPerRow   ? P::kWarpThreads
+                                                : P::kCtaThreads;
+}
 
 // row_chunks: 16-byte chunks per row (vector path) or columns per row (scalar path).
 constexpr RowMapping choose_row_mapping(int32_t num_tokens, int32_t row_chunks, int32_t sm_count) {
@@ -35,7 +49,7 @@ constexpr RowMapping choose_row_mapping(int32_t num_tokens, int32_t row_chunks, 
   if (static_cast<int64_t>(num_tokens) <= static_cast<int64_t>(sm_count) * P::kCtaPerRowMaxRowsPerSm) {
     return RowMapping::kCtaPerRow;
   }
-  return RowMapping::kWarpPerRow;
+  return row_chunks <= P::kMaxHalfWarpRowChunks ? RowMapping::kHalfWarpPerRow : RowMapping::kWarpPerRow;
 }
 
 // CTAs to launch for num_tokens >= 1 rows: one per row group, capped at one wave of
@@ -43,7 +57,7 @@ constexpr RowMapping choose_row_mapping(int32_t num_tokens, int32_t row_chunks, 
 constexpr int32_t grid_ctas(RowMapping mapping, int32_t num_tokens, int32_t sm_count,
                             int32_t resident_ctas_per_sm = MixedSparseIndicesPolicy::kMaxCtasPerSm) {
   using P = MixedSparseIndicesPolicy;
-  const int32_t rows_per_cta = mapping == RowMapping::kCtaPerRow ? 1 : P::kCtaThreads / P::kWarpThreads;
+  const int32_t rows_per_cta = P::kCtaThreads / group_threads(mapping);
   const int64_t needed = (static_cast<int64_t>(num_tokens) + rows_per_cta - 1) / rows_per_cta;
   int32_t per_sm = resident_ctas_per_sm < P::kMaxCtasPerSm ? resident_ctas_per_sm : P::kMaxCtasPerSm;
   if (per_sm < 1) per_sm = 1;

@@ -79,25 +79,31 @@ TEST_F(CudaBuilderTest, WideRowsTakeACtaPerRow) {
   random_builds(4100, 8, wide, {0, 1});
 }
 
-// More rows than 2 per SM: a warp per row, 8 rows per CTA, grid-stride beyond the grid cap.
-TEST_F(CudaBuilderTest, ManyRowsTakeAWarpPerRow) {
+// More rows than 2 per SM: half a warp per narrow row (<= 256 columns), a warp per wider row,
+// grid-stride beyond the grid cap. Both mappings must be exercised.
+TEST_F(CudaBuilderTest, ManyRowsTakeAHalfWarpOrAWarpPerRow) {
   testing::RandomShape many;
   many.max_requests = 200;
   many.max_decode_query = 3;
   many.max_prefill_query = 40;
-  many.max_topk = 40;
-  int built = 0;
-  for (uint64_t seed = 5000; seed < 5016 && built < 8; ++seed) {
+  many.max_topk = 600;
+  int built[kRowMappings] = {};
+  for (uint64_t seed = 5000; seed < 5064 && (built[0] < 4 || built[1] < 4); ++seed) {
     std::mt19937_64 rng(seed);
     ref::BuilderInputs in = testing::random_builder_inputs(rng, many);
     const auto rows = static_cast<int32_t>(in.token_to_req.size());
     if (rows <= 2 * sm_count_) continue;  // the CTA mapping is covered elsewhere
-    EXPECT_EQ(choose_row_mapping(rows, 64, sm_count_), RowMapping::kWarpPerRow);
+    const ref::BuilderOutput expected = ref::build_mixed_sparse_indices(in);
+    const auto width = static_cast<int32_t>(expected.sparse_indices.cols());
+    const int32_t chunks = in.window % 4 == 0 ? width / 4 : width;
+    const RowMapping mapping = choose_row_mapping(rows, chunks, sm_count_);
+    ASSERT_NE(mapping, RowMapping::kCtaPerRow);
     ASSERT_TRUE(testing::build_matches_reference(*builder_, in)) << "seed " << seed << ": "
                                                                  << testing::describe(in);
-    ++built;
+    ++built[static_cast<int>(mapping)];
   }
-  EXPECT_GT(built, 0) << "no random step had more than 2 rows per SM";
+  EXPECT_GT(built[static_cast<int>(RowMapping::kHalfWarpPerRow)], 0) << "no step took half warps";
+  EXPECT_GT(built[static_cast<int>(RowMapping::kWarpPerRow)], 0) << "no step took whole warps";
 }
 
 TEST_F(CudaBuilderTest, ErrorsAccumulateUntilTakenThenReset) {

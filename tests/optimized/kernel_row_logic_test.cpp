@@ -52,6 +52,12 @@ TEST(FastDivider, ExhaustiveForSmallBlockSizes) {
 TEST(RowMappingPolicy, WarpsForNarrowRowsCtasForWideRowsAndSmallSteps) {
   using P = MixedSparseIndicesPolicy;
   const int32_t sms = 132;
+  // 8192 SWA-only rows (128 columns) or C128A rows at short context (128 + 128): half a warp
+  // per row, so that every row's dependent loads are in flight at once.
+  EXPECT_EQ(choose_row_mapping(8192, 128 / 4, sms), RowMapping::kHalfWarpPerRow);
+  EXPECT_EQ(choose_row_mapping(8192, P::kMaxHalfWarpRowChunks, sms), RowMapping::kHalfWarpPerRow);
+  EXPECT_EQ(choose_row_mapping(8192, P::kMaxHalfWarpRowChunks + 1, sms), RowMapping::kWarpPerRow);
+  EXPECT_EQ(grid_ctas(RowMapping::kHalfWarpPerRow, 8192, sms), 512);
   // 8192 prefill rows of 128 + 1024 columns: a warp per row.
   EXPECT_EQ(choose_row_mapping(8192, (128 + 1024) / 4, sms), RowMapping::kWarpPerRow);
   // C128A at 1M context: 128 + 8192 columns -> a CTA per row.
@@ -139,7 +145,7 @@ TEST(RowLogicAsGpuGroups, RandomBuildsOnEveryPathAndGroupSize) {
   for (uint64_t seed = 0; seed < 150; ++seed) {
     std::mt19937_64 rng(50000 + seed);
     const ref::BuilderInputs in = testing::random_builder_inputs(rng);
-    for (int32_t group : {1, 32, 256}) {
+    for (int32_t group : {1, 16, 32, 256}) {
       for (Path path : {Path::kAsChosen, Path::kScalar, Path::kVectorStoresScalarLoads}) {
         const testing::StagingOptions staging = stagings[seed % 4];
         ASSERT_TRUE(groups_match_reference(in, group, path, staging))
@@ -159,12 +165,12 @@ TEST(RowLogicAsGpuGroups, WideRowsAndTinyBatch) {
   for (uint64_t seed = 0; seed < 12; ++seed) {
     std::mt19937_64 rng(60000 + seed);
     const ref::BuilderInputs in = testing::random_builder_inputs(rng, wide);
-    for (int32_t group : {32, 256}) {
+    for (int32_t group : {16, 32, 256}) {
       ASSERT_TRUE(groups_match_reference(in, group, Path::kAsChosen, {})) << testing::describe(in);
     }
   }
   for (const ref::BuilderInputs& in : {testing::tiny_swa_only(), testing::tiny_c128a(), testing::tiny_c4a()}) {
-    for (int32_t group : {1, 32, 256}) EXPECT_TRUE(groups_match_reference(in, group, Path::kAsChosen, {}));
+    for (int32_t group : {1, 16, 32, 256}) EXPECT_TRUE(groups_match_reference(in, group, Path::kAsChosen, {}));
   }
 }
 
