@@ -53,6 +53,19 @@ __global__ void globaltimer_tick_kernel(int reads, unsigned long long* tick_ns) 
   *tick_ns = best;
 }
 
+// The launch floor's kernels: nothing to do, so their time is the launch alone.
+__global__ void empty_kernel() {}
+__global__ void empty_kernel_args(LaunchFloorArgs) {}
+
+// cudaLaunchKernel + cudaGetLastError, as the builder's launcher does.
+void launch_checked(const void* kernel, void** params, void* stream, const char* call) {
+  cudaError_t status =
+      cudaLaunchKernel(kernel, dim3(1), dim3(32), params, 0, as_stream(stream));
+  const cudaError_t last = cudaGetLastError();  // also clears a launch error's state
+  if (status == cudaSuccess) status = last;
+  check(status, call, __FILE__, __LINE__);
+}
+
 }  // namespace
 
 std::string cuda_version_string(int version) {
@@ -121,6 +134,21 @@ double EventTimer::elapsed_us() {
   BENCH_CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start_),
                                         static_cast<cudaEvent_t>(stop_)));
   return static_cast<double>(ms) * 1000.0;
+}
+
+CompletionEvent::CompletionEvent() {
+  cudaEvent_t e = nullptr;
+  BENCH_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  event_ = e;
+}
+CompletionEvent::~CompletionEvent() {
+  if (event_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(event_));
+}
+void CompletionEvent::record(void* stream) {
+  BENCH_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event_), as_stream(stream)));
+}
+void CompletionEvent::wait() {
+  BENCH_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event_)));
 }
 
 L2Flusher::L2Flusher() {
@@ -236,6 +264,17 @@ void gpu_busy_wait_us(void* stream, const BusyWaitCalibration& calibration, doub
   if (us <= 0) return;
   const double corrected = std::max(0.0, (us - calibration.offset_us) / calibration.slope);
   gpu_busy_wait_ns(stream, static_cast<int64_t>(corrected * 1000.0));
+}
+void launch_empty_kernel(void* stream) {
+  void* params[] = {nullptr};  // the kernel takes none; a valid array all the same
+  launch_checked(reinterpret_cast<const void*>(&empty_kernel), params, stream,
+                 "cudaLaunchKernel(empty_kernel) / cudaGetLastError");
+}
+
+void launch_empty_kernel_args(void* stream, const LaunchFloorArgs& args) {
+  void* params[] = {const_cast<LaunchFloorArgs*>(&args)};  // copied at launch
+  launch_checked(reinterpret_cast<const void*>(&empty_kernel_args), params, stream,
+                 "cudaLaunchKernel(empty_kernel_args) / cudaGetLastError");
 }
 
 }  // namespace dsv4::bench

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/mixed_sparse_indices_args.h"
+
 namespace dsv4::bench {
 
 struct GpuInfo {
@@ -55,6 +57,21 @@ class EventTimer {
   void* stop_ = nullptr;
 };
 
+// An event the host waits on: recorded after the last piece of work, its wait ends an
+// end-to-end wall time (timing disabled: what an engine would use to wait).
+class CompletionEvent {
+ public:
+  CompletionEvent();
+  ~CompletionEvent();
+  CompletionEvent(const CompletionEvent&) = delete;
+  CompletionEvent& operator=(const CompletionEvent&) = delete;
+  void record(void* stream);
+  void wait();  // cudaEventSynchronize
+
+ private:
+  void* event_ = nullptr;
+};
+
 // Evicts the L2 by writing a buffer of max(2 x L2 size, 64 MiB) on the stream.
 class L2Flusher {
  public:
@@ -98,5 +115,17 @@ struct BusyWaitCalibration {
 BusyWaitCalibration calibrate_busy_wait(void* stream);
 // A busy-wait that the calibration says takes `us` on the stream (no launch for us <= 0).
 void gpu_busy_wait_us(void* stream, const BusyWaitCalibration& calibration, double us);
+
+// The launch floor: an empty kernel (1 CTA of 32 threads) launched the way the builder
+// launches its kernel, cudaLaunchKernel then cudaGetLastError, both checked.
+void launch_empty_kernel(void* stream);
+// The same with a by-value argument as large (and aligned) as the builder's, so the
+// difference shows the cost of copying the parameters.
+struct LaunchFloorArgs {
+  alignas(opt::MixedSparseIndicesArgs) char bytes[sizeof(opt::MixedSparseIndicesArgs)];
+};
+static_assert(sizeof(LaunchFloorArgs) == sizeof(opt::MixedSparseIndicesArgs),
+              "the floor's argument must be as large as the builder's");
+void launch_empty_kernel_args(void* stream, const LaunchFloorArgs& args);
 
 }  // namespace dsv4::bench

@@ -32,6 +32,11 @@ void EventTimer::start(void*) { no_cuda("EventTimer::start"); }
 void EventTimer::stop(void*) { no_cuda("EventTimer::stop"); }
 double EventTimer::elapsed_us() { no_cuda("EventTimer::elapsed_us"); }
 
+CompletionEvent::CompletionEvent() { no_cuda("CompletionEvent"); }
+CompletionEvent::~CompletionEvent() = default;
+void CompletionEvent::record(void*) { no_cuda("CompletionEvent::record"); }
+void CompletionEvent::wait() { no_cuda("CompletionEvent::wait"); }
+
 L2Flusher::L2Flusher() { no_cuda("L2Flusher"); }
 L2Flusher::~L2Flusher() = default;
 void L2Flusher::flush(void*) { no_cuda("L2Flusher::flush"); }
@@ -40,5 +45,7 @@ CopyBandwidth measure_copy_bandwidth(size_t, int, void*) { no_cuda("measure_copy
 void gpu_busy_wait_ns(void*, int64_t) { no_cuda("gpu_busy_wait_ns"); }
 BusyWaitCalibration calibrate_busy_wait(void*) { no_cuda("calibrate_busy_wait"); }
 void gpu_busy_wait_us(void*, const BusyWaitCalibration&, double) { no_cuda("gpu_busy_wait_us"); }
+void launch_empty_kernel(void*) { no_cuda("launch_empty_kernel"); }
+void launch_empty_kernel_args(void*, const LaunchFloorArgs&) { no_cuda("launch_empty_kernel_args"); }
 
 }  // namespace dsv4::bench

@@ -7,6 +7,11 @@
 // build_bytes.h; pct_of_copy_bw compares it with the device-to-device copy bandwidth
 // measured at the start of the same run (also reported as cuda/copy_bw/d2d_1GiB).
 // cpu/...: the same cases on the host backend (CPU timings, caches warm).
+// cuda/launch_floor/empty_kernel: the same timing around an empty kernel (1 CTA of 32 threads,
+// cudaLaunchKernel + cudaGetLastError like the builder): device_us is the device floor of any
+// build, host_us the host floor of its launch call. cuda/launch_floor/empty_kernel_args: the
+// same kernel taking a by-value argument of sizeof(MixedSparseIndicesArgs) (arg_bytes), the
+// parameter-copy cost. CUDA backend only (not registered on the host backend).
 // <prefix>/cache_hit/<kind>: StepIndexCache::get_or_build on a hit (target <= 0.2 us);
 // <prefix>/indexer_hit/<kind>: StepIndexer::layer_indices on a hit (request + key + lookup).
 // Every staged case is first checked against the reference, element for element.
@@ -246,6 +251,53 @@ void BM_kernel(benchmark::State& state, KernelConfig cfg) {
   state.SetLabel(label.str());
 }
 
+// The launch floor: an empty kernel timed exactly as BM_kernel times a build.
+void BM_launch_floor(benchmark::State& state, bool with_args) {
+  const char* name =
+      with_args ? "cuda/launch_floor/empty_kernel_args" : "cuda/launch_floor/empty_kernel";
+  void* stream = run().stream->get();
+  const LaunchFloorArgs args{};
+  auto launch = [&] {
+    if (with_args) {
+      launch_empty_kernel_args(stream, args);
+    } else {
+      launch_empty_kernel(stream);
+    }
+  };
+  double device_total = 0, host_total = 0;
+  int64_t n = 0;
+  try {
+    EventTimer timer;
+    // Warm-up: module load and first-launch costs stay out of the numbers.
+    launch();
+    run().stream->synchronize();
+    for (auto _ : state) {
+      run().flusher->flush(stream);
+      gpu_busy_wait_ns(stream, kHeadStartNs);
+      timer.start(stream);
+      const double t0 = now_us();
+      launch();
+      const double host_us = now_us() - t0;
+      timer.stop(stream);
+      const double device_us = timer.elapsed_us();
+      state.SetIterationTime(device_us * 1e-6);
+      device_total += device_us;
+      host_total += host_us;
+      ++n;
+    }
+  } catch (const std::exception& e) {
+    state.SkipWithError((std::string(name) + ": " + e.what()).c_str());
+    return;
+  }
+  if (n == 0) return;
+  state.counters["device_us"] = device_total / static_cast<double>(n);
+  state.counters["host_us"] = host_total / static_cast<double>(n);
+  state.counters["arg_bytes"] = with_args ? static_cast<double>(sizeof(LaunchFloorArgs)) : 0.0;
+  state.SetLabel(with_args ? "empty kernel, by-value argument of sizeof(MixedSparseIndicesArgs); "
+                             "CUDA events, L2 flushed"
+                           : "empty kernel, 1 CTA x 32 threads; CUDA events, L2 flushed");
+}
+
 // The copy ceiling as its own benchmark: each iteration one timed 1 GiB D2D copy.
 void BM_copy_bw(benchmark::State& state) {
   const size_t bytes = size_t{1} << 30;
@@ -336,6 +388,14 @@ void register_benchmarks(const BackendChoice& backends) {
           ->UseManualTime()
           ->Iterations(10)
           ->Unit(benchmark::kMicrosecond);
+      for (bool with_args : {false, true}) {
+        benchmark::RegisterBenchmark(
+            (prefix + "/launch_floor/" + (with_args ? "empty_kernel_args" : "empty_kernel")).c_str(),
+            BM_launch_floor, with_args)
+            ->UseManualTime()
+            ->Iterations(kCudaIterations)
+            ->Unit(benchmark::kMicrosecond);
+      }
     }
     for (ref::LayerKind kind : {ref::LayerKind::kSwaOnly, ref::LayerKind::kC128A}) {
       const KernelConfig cfg{backend, "flash", kind, "decode64_ctx8K"};
@@ -377,6 +437,9 @@ int main(int argc, char** argv) {
     const std::string device = device_line(r.gpu, backends.cuda);
     std::printf("kernel_bench: %s\n", device.c_str());
     if (backends.host && backends.cuda) std::printf("kernel_bench: cpu/ benchmarks are CPU timings\n");
+    if (!backends.cuda) {
+      std::printf("kernel_bench: launch_floor benchmarks need the CUDA backend: not registered\n");
+    }
     benchmark::AddCustomContext("dsv4_device", device);
     benchmark::AddCustomContext("dsv4_commit", build_commit());
     if (backends.cuda) {

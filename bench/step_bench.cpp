@@ -6,9 +6,15 @@
 // device_us: CUDA events around all of that, after an L2 flush and a busy-wait head start
 // long enough for the host to enqueue the whole step first (gpu_waited_on_host > 0 says it
 // was not: the device time then includes host latency). host_us: host wall time of the
-// construction and the layer calls, without the final sync. builder_calls: builds per step
-// (checked: uncached = layers, cached = C4A layers + cacheable kinds present).
-// cpu/...: the host backend (CPU timings): device_us = host_us = dev_plus_host_us = wall time.
+// construction and the layer calls, without the final sync. dev_plus_host_us: their sum (a
+// conservative total: no overlap). wall_us: the step as an engine sees it, host and device
+// overlapped: a second run of the step per iteration, the L2 flushed and the stream idle at
+// its start (synchronized, no head start), host clock from just before the StepIndexer
+// construction to just after the host's wait on an event recorded after the last layer's
+// build. builder_calls: builds per step (checked: uncached = layers, cached = C4A layers +
+// cacheable kinds present; for both runs).
+// cpu/...: the host backend (CPU timings): device_us = host_us = dev_plus_host_us = wall_us =
+// the wall time of the calls (the builds run inside them).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -30,7 +36,8 @@ namespace {
 
 constexpr int kCudaIterations = 40;
 
-// Device+host target per cached prefill-8K step (issue 3): Flash 250 us, Pro 400 us.
+// Target per cached prefill-8K step (issue 3): Flash 250 us, Pro 400 us, judged both on
+// device + host (sum) and on the end-to-end wall time.
 double target_us(const std::string& model, const std::string& case_name, bool cached) {
   if (!cached || case_name != "prefill8K") return 0;
   return model == "flash" ? 250.0 : model == "pro" ? 400.0 : 0.0;
@@ -110,7 +117,23 @@ struct StepTiming {
   int64_t builder_calls = 0, content_errors = 0;
 };
 
-// One step: StepIndexer + every layer, timed; outputs released afterwards.
+// Every layer's indices through `indexer`, as an engine's forward pass asks for them.
+void index_every_layer(opt::StepIndexer& indexer, const StagedStep& s) {
+  const std::vector<int32_t>& ratios = s.schedule.compress_ratios;
+  for (int32_t l = 0; l < static_cast<int32_t>(ratios.size()); ++l) {
+    keep(
+        indexer.layer_indices(ratios[static_cast<size_t>(l)], s.staged->c4a(l)).sparse_indices);
+  }
+}
+
+// The step's counts (content errors: after a sync), then its outputs released.
+void finish_step(opt::StepIndexer& indexer, StepTiming* out) {
+  out->builder_calls = indexer.cache().builder_calls();
+  out->content_errors = indexer.content_errors();
+  indexer.end_step();
+}
+
+// One step: StepIndexer + every layer, timed with a head start (device_us, host_us).
 StepTiming run_step(const StepConfig& cfg, const StagedStep& s, double head_start_us,
                     EventTimer* timer) {
   opt::MixedSparseIndicesBuilder& b = builder(cfg.backend);
@@ -123,20 +146,32 @@ StepTiming run_step(const StepConfig& cfg, const StagedStep& s, double head_star
   StepTiming out;
   const double t0 = now_us();
   opt::StepIndexer indexer(b, s.staged->inputs(), opt::CacheOptions{cfg.cached, false});
-  const std::vector<int32_t>& ratios = s.schedule.compress_ratios;
-  for (int32_t l = 0; l < static_cast<int32_t>(ratios.size()); ++l) {
-    keep(
-        indexer.layer_indices(ratios[static_cast<size_t>(l)], s.staged->c4a(l)).sparse_indices);
-  }
+  index_every_layer(indexer, s);
   out.host_us = now_us() - t0;
   out.device_us = out.host_us;
   if (timer != nullptr) {
     timer->stop(stream);
     out.device_us = timer->elapsed_us();
   }
-  out.builder_calls = indexer.cache().builder_calls();
-  out.content_errors = indexer.content_errors();
-  indexer.end_step();
+  finish_step(indexer, &out);
+  return out;
+}
+
+// One step end to end on an idle stream (CUDA only): the wall time until the host has seen
+// the last layer's build complete. Returned in device_us = host_us.
+StepTiming run_step_wall(const StepConfig& cfg, const StagedStep& s, CompletionEvent* done) {
+  opt::MixedSparseIndicesBuilder& b = builder(cfg.backend);
+  void* stream = cuda_stream(cfg.backend);
+  run().flusher->flush(stream);
+  run().stream->synchronize();
+  StepTiming out;
+  const double t0 = now_us();
+  opt::StepIndexer indexer(b, s.staged->inputs(), opt::CacheOptions{cfg.cached, false});
+  index_every_layer(indexer, s);
+  done->record(stream);
+  done->wait();
+  out.host_us = out.device_us = now_us() - t0;
+  finish_step(indexer, &out);
   return out;
 }
 
@@ -148,27 +183,42 @@ void BM_step(benchmark::State& state, StepConfig cfg) {
   }
   const bool cuda = cfg.backend == opt::Backend::kCuda;
   const int64_t expected_calls = expected_builder_calls(s->schedule, cfg.cached);
-  double device_total = 0, host_total = 0, head_start_us = 1000;
+  double device_total = 0, host_total = 0, wall_total = 0, head_start_us = 1000;
   int64_t n = 0, host_late = 0;
+  // A wrong count or a content error in either run skips the benchmark; true when all is well.
+  auto checked = [&](const StepTiming& t, const char* which) {
+    if (t.builder_calls == expected_calls && t.content_errors == 0) return true;
+    state.SkipWithError((cfg.name() + " (" + which + " run): " + std::to_string(t.builder_calls) +
+                         " builder calls (expected " + std::to_string(expected_calls) + "), " +
+                         std::to_string(t.content_errors) + " content errors")
+                            .c_str());
+    return false;
+  };
   try {
     std::unique_ptr<EventTimer> timer;
-    if (cuda) timer = std::make_unique<EventTimer>();
+    std::unique_ptr<CompletionEvent> done;
+    if (cuda) {
+      timer = std::make_unique<EventTimer>();
+      done = std::make_unique<CompletionEvent>();
+    }
     run_step(cfg, *s, head_start_us, timer.get());  // warm-up: workspace grown, code loaded
     for (auto _ : state) {
       const StepTiming t = run_step(cfg, *s, head_start_us, timer.get());
-      if (t.builder_calls != expected_calls || t.content_errors != 0) {
-        state.SkipWithError((cfg.name() + ": " + std::to_string(t.builder_calls) +
-                             " builder calls (expected " + std::to_string(expected_calls) +
-                             "), " + std::to_string(t.content_errors) + " content errors")
-                                .c_str());
-        return;
-      }
+      if (!checked(t, "head-start")) return;
       if (cuda && t.host_us > head_start_us) ++host_late;
       // The next head start covers twice this step's host time.
       head_start_us = std::clamp(2.0 * t.host_us + 50.0, 100.0, 20000.0);
+      // Host backend: the builds run inside the calls, so the wall time is the host time.
+      double wall_us = t.host_us;
+      if (cuda) {
+        const StepTiming w = run_step_wall(cfg, *s, done.get());
+        if (!checked(w, "wall")) return;
+        wall_us = w.host_us;
+      }
       state.SetIterationTime(t.device_us * 1e-6);
       device_total += t.device_us;
       host_total += t.host_us;
+      wall_total += wall_us;
       ++n;
     }
   } catch (const std::exception& e) {
@@ -178,11 +228,13 @@ void BM_step(benchmark::State& state, StepConfig cfg) {
   if (n == 0) return;
   const double device_us = device_total / static_cast<double>(n);
   const double host_us = host_total / static_cast<double>(n);
+  const double wall_us = wall_total / static_cast<double>(n);
   state.counters["device_us"] = device_us;
   state.counters["host_us"] = host_us;
   // Host backend: the build runs inside the host calls, so the total is the wall time alone.
   const double total_us = cuda ? device_us + host_us : host_us;
   state.counters["dev_plus_host_us"] = total_us;
+  state.counters["wall_us"] = wall_us;
   state.counters["builder_calls"] = static_cast<double>(expected_calls);
   state.counters["layers"] = s->schedule.num_layers();
   if (cuda) state.counters["gpu_waited_on_host"] = static_cast<double>(host_late) / static_cast<double>(n);
@@ -191,8 +243,9 @@ void BM_step(benchmark::State& state, StepConfig cfg) {
   const double target = target_us(cfg.model, cfg.case_name, cfg.cached);
   if (target > 0) {
     state.counters["target_us"] = target;
-    label << "; target dev+host<=" << target << "us: " << static_cast<int>(total_us + 0.5) << "us "
-          << (total_us <= target ? "MET" : "MISSED");
+    label << "; target<=" << target << "us: dev+host " << static_cast<int>(total_us + 0.5) << "us "
+          << (total_us <= target ? "MET" : "MISSED") << ", wall " << static_cast<int>(wall_us + 0.5)
+          << "us " << (wall_us <= target ? "MET" : "MISSED");
     if (!cuda) label << " (target is for the H200)";
   }
   state.SetLabel(label.str());
@@ -228,8 +281,8 @@ int main(int argc, char** argv) {
     r.gpu = gpu_info();
     const std::string device = device_line(r.gpu, backends.cuda);
     std::printf("step_bench: %s\n", device.c_str());
-    std::printf("step_bench: targets (H200): Flash prefill 8K cached device+host <= 250 us, "
-                "Pro <= 400 us\n");
+    std::printf("step_bench: targets (H200): Flash prefill 8K cached <= 250 us, Pro <= 400 us, "
+                "judged on device+host (sum) and on the end-to-end wall time\n");
     std::fflush(stdout);
     benchmark::AddCustomContext("dsv4_device", device);
     benchmark::AddCustomContext("dsv4_commit", build_commit());
