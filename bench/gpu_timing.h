@@ -72,7 +72,9 @@ class CompletionEvent {
   void* event_ = nullptr;
 };
 
-// Evicts the L2 by writing a buffer of max(2 x L2 size, 64 MiB) on the stream.
+// Evicts the L2 by READING a buffer of max(2 x L2 size, 64 MiB) on the stream. Reading, not
+// writing: a written flush buffer leaves the L2 full of dirty lines whose write-back would be
+// charged to the next kernel (up to 60 MB of extra DRAM writes on an H200).
 class L2Flusher {
  public:
   L2Flusher();
@@ -85,7 +87,8 @@ class L2Flusher {
  private:
   void* buffer_ = nullptr;
   size_t bytes_ = 0;
-  unsigned value_ = 0;
+  void* sink_ = nullptr;  // keeps the reads alive; written only if the XOR hits a magic value
+  unsigned blocks_ = 0;   // 4 CTAs per SM
 };
 
 // cudaMemcpyAsync device-to-device of `bytes`, `reps` timed copies after 2 warm-ups; GB/s

@@ -71,10 +71,10 @@ __global__ void __launch_bounds__(Policy::kCtaThreads)
   int32_t errors = 0;
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * kGroupsPerCta + group; t < args.num_tokens;
        t += row_stride) {
-    const RowPlan row = plan_row(args, static_cast<int32_t>(t));
-    int32_t picks =
-        build_row_columns<kDecodeLocal, kVec4, Policy::kCompressedBatch>(args, row, rank,
-                                                                   kGroupThreads, &errors);
+    const RowShare share = build_row_share<kDecodeLocal, kVec4, Policy::kCompressedBatch>(
+        args, static_cast<int32_t>(t), rank, kGroupThreads, &errors);
+    const RowPlan& row = share.row;
+    int32_t picks = share.picks;
     if constexpr (kDecodeLocal) {
       if (row.decode) picks = group_sum<kGroupThreads>(picks);
     }

@@ -22,10 +22,10 @@ struct MixedSparseIndicesPolicy {
   // Grid cap for the grid-stride loop over rows: at most this many CTAs per SM, and never more
   // than the occupancy calculator says are resident (one wave; larger steps loop).
   static constexpr int32_t kMaxCtasPerSm = 8;
-  // Compressed 16-byte chunks a thread loads (then translates, then stores) at once: enough
-  // independent reads in flight to cover DRAM latency (a Flash C4A row is 5 chunks per lane,
-  // a Pro C4A or 120K-context C128A row 9).
-  static constexpr int kCompressedBatch = 8;
+  // Compressed 16-byte chunks a thread loads (then translates, then stores) at once, the first
+  // batch before the row's plan is finished: independent reads in flight. 4 keeps every
+  // variant at 64 registers (4 CTAs per SM); 8 took the copy-form variants to 124.
+  static constexpr int kCompressedBatch = 4;
 };
 
 enum class RowMapping : uint8_t {

@@ -94,9 +94,10 @@ int64_t build_as_groups(const MixedSparseIndicesArgs& a, int32_t group_threads) 
     int32_t row_errors = 0;
     for (int32_t rank = 0; rank < group_threads; ++rank) {
       picks += group_threads == 1
-                   ? build_row_columns<kLocal, kVec4, 1>(a, row, rank, group_threads, &row_errors)
-                   : build_row_columns<kLocal, kVec4, MixedSparseIndicesPolicy::kCompressedBatch>(
-                         a, row, rank, group_threads, &row_errors);
+                   ? build_row_share<kLocal, kVec4, 1>(a, t, rank, group_threads, &row_errors).picks
+                   : build_row_share<kLocal, kVec4, MixedSparseIndicesPolicy::kCompressedBatch>(
+                         a, t, rank, group_threads, &row_errors)
+                         .picks;
     }
     a.sparse_lens[t] = row_length(a, row, picks);
     errors += row_errors;
