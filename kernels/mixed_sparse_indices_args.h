@@ -27,30 +27,49 @@ struct BlockTableView {
   int32_t blocks_per_row;  // NB
   int32_t block_size;      // B >= 1
   FastDivider block_divider;
+  // The largest physical block id whose every slot (id * B + B - 1) fits int32: ids up to it
+  // need neither the sign nor the overflow check, one unsigned compare covers both.
+  uint32_t max_safe_block;
 
-  // slot(r, i) = table[r][i / B] * B + i % B, for 0 <= r < num_rows and i >= 0. A block past
+  // Host only; block_size >= 1 (validated before).
+  static BlockTableView make(const int32_t* table, int32_t num_rows, int32_t blocks_per_row,
+                             int32_t block_size) {
+    const int32_t b = block_size < 1 ? 1 : block_size;
+    return BlockTableView{table, num_rows, blocks_per_row, b, FastDivider::make(b),
+                          static_cast<uint32_t>((int64_t{INT32_MAX} - (b - 1)) / b)};
+  }
+
+  // Row r of the table, for 0 <= r < num_rows: resolved once per row, not per column.
+  DSV4_HD DSV4_INLINE const int32_t* row(int32_t r) const {
+    return table + static_cast<int64_t>(r) * blocks_per_row;
+  }
+
+  // slot(r, i) = table[r][i / B] * B + i % B for i >= 0, given row_table = row(r). A block past
   // the table's width, a negative entry or a slot beyond int32 is a content error (SPEC §4):
   // -1, counted in *errors. Reads nothing outside row r of the table, whatever i is.
-  DSV4_HD DSV4_INLINE int32_t slot(int32_t r, int32_t i, int32_t* errors) const {
+  DSV4_HD DSV4_INLINE int32_t slot_in_row(const int32_t* row_table, int32_t i, int32_t* errors) const {
     const uint32_t block = block_divider.divide(static_cast<uint32_t>(i));
     const uint32_t offset = static_cast<uint32_t>(i) - block * static_cast<uint32_t>(block_size);
     if (block >= static_cast<uint32_t>(blocks_per_row)) {
       ++*errors;
       return -1;
     }
-    const int32_t physical =
-        load_input(table + static_cast<int64_t>(r) * blocks_per_row + static_cast<int64_t>(block));
-    if (physical < 0) {
-      ++*errors;
-      return -1;
+    const int32_t physical = load_input(row_table + block);
+    if (static_cast<uint32_t>(physical) <= max_safe_block) {  // the common case
+      return static_cast<int32_t>(static_cast<uint32_t>(physical) * static_cast<uint32_t>(block_size) +
+                                  offset);
     }
     const uint64_t value =
         uint64_t{static_cast<uint32_t>(physical)} * static_cast<uint32_t>(block_size) + offset;
-    if (value > uint64_t{INT32_MAX}) {
+    if (physical < 0 || value > uint64_t{INT32_MAX}) {
       ++*errors;
       return -1;
     }
     return static_cast<int32_t>(value);
+  }
+
+  DSV4_HD DSV4_INLINE int32_t slot(int32_t r, int32_t i, int32_t* errors) const {
+    return slot_in_row(row(r), i, errors);
   }
 };
 

@@ -28,6 +28,8 @@ struct RowPlan {
   int32_t swa_start;             // prefill: position of window column 0
   int32_t swa_len;               // prefill
   int32_t topk_len;              // prefill
+  const int32_t* swa_table;      // the request's SWA block-table row (request in range)
+  const int32_t* compressed_table;  // the request's compressed block-table row
   int32_t* out;                  // the token's output row
 };
 
@@ -60,6 +62,10 @@ DSV4_HD DSV4_INLINE RowPlan begin_row(const MixedSparseIndicesArgs& a, int32_t t
 // The rest of the plan: the request's metadata and, for a prefill token, its position.
 DSV4_HD DSV4_INLINE void finish_row(const MixedSparseIndicesArgs& a, RowPlan& row) {
   row.request_in_range = static_cast<uint32_t>(row.request) < static_cast<uint32_t>(a.num_requests);
+  if (row.request_in_range) {
+    row.swa_table = a.swa.row(row.request);
+    row.compressed_table = a.compressed.row(row.request);
+  }
   if (row.decode) {
     row.compressed_count = a.decode_width;
     return;
@@ -181,7 +187,7 @@ DSV4_HD DSV4_INLINE int32_t build_row_part(const MixedSparseIndicesArgs& a, cons
       DSV4_UNROLL
       for (int e = 0; e < kLanes; ++e) {
         const int32_t c = c0 + e;
-        w[e] = c < row.swa_len ? a.swa.slot(row.request, row.swa_start + c, errors) : -1;
+        w[e] = c < row.swa_len ? a.swa.slot_in_row(row.swa_table, row.swa_start + c, errors) : -1;
       }
     }
     store_output<kLanes>(row.out + c0, w);
@@ -202,7 +208,7 @@ DSV4_HD DSV4_INLINE int32_t build_row_part(const MixedSparseIndicesArgs& a, cons
         int32_t x = j0 + e < row.compressed_count ? v[b][e] : -1;  // past topk_len: -1
         if constexpr (!kDecode || kDecodeLocal) {
           if constexpr (kDecode) picks += x >= 0 ? 1 : 0;
-          x = x >= 0 ? a.compressed.slot(row.request, x, errors) : -1;
+          x = x >= 0 ? a.compressed.slot_in_row(row.compressed_table, x, errors) : -1;
         }
         v[b][e] = x;
       }

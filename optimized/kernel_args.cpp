@@ -8,13 +8,8 @@ namespace {
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 BlockTableView table_view(const PagedCacheView& cache) {
-  BlockTableView view{};
-  view.table = cache.block_table;
-  view.num_rows = cache.num_rows;
-  view.blocks_per_row = cache.blocks_per_row;
-  view.block_size = cache.block_size;
-  view.block_divider = FastDivider::make(cache.block_size);
-  return view;
+  return BlockTableView::make(cache.block_table, cache.num_rows, cache.blocks_per_row,
+                              cache.block_size);
 }
 
 // A compressed cache is given when it has a table or a block size (an empty table may have no

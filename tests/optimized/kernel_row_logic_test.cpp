@@ -49,6 +49,32 @@ TEST(FastDivider, ExhaustiveForSmallBlockSizes) {
   }
 }
 
+// slot() against plain 64-bit arithmetic where the fast path ends: physical block ids around
+// the largest one whose every slot fits int32, negative ids, and blocks past the width.
+TEST(BlockTableView, SlotMatchesWideArithmeticAtTheInt32Edge) {
+  for (int32_t B : {1, 2, 3, 64, 100, 256}) {
+    const int64_t max_safe = (int64_t{INT32_MAX} - (B - 1)) / B;
+    std::vector<int32_t> ids = {0, 1, -1, INT32_MIN, INT32_MAX, INT32_MAX / B, INT32_MAX / B + 1};
+    for (int64_t d = -2; d <= 3; ++d) ids.push_back(static_cast<int32_t>(max_safe + d));
+    const BlockTableView view = BlockTableView::make(ids.data(), 1, static_cast<int32_t>(ids.size()), B);
+    for (int32_t block = 0; block <= static_cast<int32_t>(ids.size()); ++block) {
+      for (int32_t offset : {0, 1, B / 2, B - 1}) {
+        if (offset >= B) continue;
+        const int32_t i = block * B + offset;
+        int32_t errors = 0;
+        const int32_t got = view.slot(0, i, &errors);
+        int64_t want = -1;
+        if (block < static_cast<int32_t>(ids.size()) && ids[static_cast<size_t>(block)] >= 0) {
+          want = int64_t{ids[static_cast<size_t>(block)]} * B + offset;
+          if (want > INT32_MAX) want = -1;
+        }
+        ASSERT_EQ(got, want) << "B " << B << " block " << block << " offset " << offset;
+        ASSERT_EQ(errors, want < 0 ? 1 : 0) << "B " << B << " block " << block << " offset " << offset;
+      }
+    }
+  }
+}
+
 TEST(RowMappingPolicy, WarpsForNarrowRowsCtasForWideRowsAndSmallSteps) {
   using P = MixedSparseIndicesPolicy;
   const int32_t sms = 132;
