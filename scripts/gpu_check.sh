@@ -29,6 +29,6 @@ for tool in memcheck racecheck; do
   leak=(); [ $tool = memcheck ] && leak=(--leak-check full)
   timeout "${SANITIZER_TIMEOUT:-300}" compute-sanitizer --tool $tool --error-exitcode 3 "${leak[@]}" ./build-gpu/tests/gpu_tests \
     > "$out/sanitizer_$tool.log" 2>&1 && r=ok || { r="FAILED rc=$?"; status=1; }
-  step "compute-sanitizer $tool" "$r ($(grep -E 'ERROR SUMMARY' "$out/sanitizer_$tool.log" | tail -1))"
+  step "compute-sanitizer $tool" "$r ($(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/sanitizer_$tool.log" | tail -1))"
 done
 exit $status
