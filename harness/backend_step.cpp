@@ -15,30 +15,7 @@ std::vector<T> to_vector(const Eigen::Matrix<T, Eigen::Dynamic, 1>& v) {
 BackendStep::BackendStep(opt::Backend backend, const ref::Step& step,
                          const ref::ModelSchedule& schedule,
                          const std::vector<ref::C4aIndexerOutput>& c4a_per_layer)
-    : backend_(backend) {
-  // Every upload gets its own buffer; views point into them.
-  auto upload_ints = [&](const int32_t* data, int64_t count) -> const int32_t* {
-    std::vector<int32_t> host(data, data + count);
-    buffers_.push_back(opt::BackendBuffer::upload(backend_, host));
-    return static_cast<const int32_t*>(buffers_.back().data());
-  };
-  auto upload_matrix = [&](const ref::IndexMatrix& m) {
-    opt::Int32Matrix view;
-    view.rows = static_cast<int32_t>(m.rows());
-    view.cols = static_cast<int32_t>(m.cols());
-    view.row_stride = m.cols();
-    view.data = upload_ints(m.data(), m.size());
-    return view;
-  };
-  auto upload_cache = [&](const ref::PagedCache& cache) {
-    opt::PagedCacheView view;
-    view.num_rows = static_cast<int32_t>(cache.block_table.rows());
-    view.blocks_per_row = static_cast<int32_t>(cache.block_table.cols());
-    view.block_size = cache.block_size;
-    view.block_table = upload_ints(cache.block_table.data(), cache.block_table.size());
-    return view;
-  };
-
+    : backend_(backend), uploads_(backend) {
   const int32_t num_decode = step.num_decode_tokens;
   host_query_start_loc_ = to_vector(step.query_start_loc);
   host_seq_lens_ = to_vector(step.seq_lens);
@@ -48,23 +25,22 @@ BackendStep::BackendStep(opt::Backend backend, const ref::Step& step,
   inputs_.num_tokens = step.num_tokens();
   inputs_.num_decode_tokens = num_decode;
   inputs_.window = schedule.window;
-  inputs_.query_start_loc = upload_ints(host_query_start_loc_.data(), step.query_start_loc.size());
-  inputs_.seq_lens = upload_ints(host_seq_lens_.data(), step.seq_lens.size());
-  inputs_.token_to_req = upload_ints(host_token_to_req_.data(), step.token_to_req.size());
+  inputs_.query_start_loc = uploads_.ints(host_query_start_loc_.data(), step.query_start_loc.size());
+  inputs_.seq_lens = uploads_.ints(host_seq_lens_.data(), step.seq_lens.size());
+  inputs_.token_to_req = uploads_.ints(host_token_to_req_.data(), step.token_to_req.size());
   std::vector<uint8_t> decode_valid = step.decode_valid;
   if (decode_valid.empty()) decode_valid.assign(static_cast<size_t>(num_decode), 1);
-  buffers_.push_back(opt::BackendBuffer::upload(backend_, decode_valid));
-  inputs_.decode_valid = static_cast<const uint8_t*>(buffers_.back().data());
-  inputs_.swa = upload_cache(step.swa);
-  inputs_.c4a = upload_cache(step.c4a);
-  inputs_.c128a = upload_cache(step.c128a);
-  inputs_.decode_swa_indices = upload_matrix(ref::decode_swa_indices(step, schedule.window));
+  inputs_.decode_valid = uploads_.bytes(decode_valid);
+  inputs_.swa = uploads_.cache(step.swa);
+  inputs_.c4a = uploads_.cache(step.c4a);
+  inputs_.c128a = uploads_.cache(step.c128a);
+  inputs_.decode_swa_indices = uploads_.matrix(ref::decode_swa_indices(step, schedule.window));
 
   const ref::C128aMetadata c128a = ref::c128a_metadata(step);
   inputs_.c128a_topk = c128a.effective_width;
-  inputs_.c128a_decode_global = upload_matrix(c128a.decode_global);
-  inputs_.c128a_decode_lens = upload_ints(c128a.decode_lens.data(), c128a.decode_lens.size());
-  inputs_.c128a_prefill_local = upload_matrix(c128a.prefill_local);
+  inputs_.c128a_decode_global = uploads_.matrix(c128a.decode_global);
+  inputs_.c128a_decode_lens = uploads_.ints(c128a.decode_lens.data(), c128a.decode_lens.size());
+  inputs_.c128a_prefill_local = uploads_.matrix(c128a.prefill_local);
 
   inputs_.host.query_start_loc = host_query_start_loc_.data();
   inputs_.host.seq_lens = host_seq_lens_.data();
@@ -83,8 +59,8 @@ BackendStep::BackendStep(opt::Backend backend, const ref::Step& step,
     const ref::C4aIndexerOutput& out = c4a_per_layer[static_cast<size_t>(layer)];
     auto inputs = std::make_unique<opt::C4aLayerInputs>();
     inputs->topk = schedule.c4a_topk;
-    inputs->decode_local = upload_matrix(out.decode_local);
-    inputs->prefill_topk = upload_matrix(out.prefill_topk);
+    inputs->decode_local = uploads_.matrix(out.decode_local);
+    inputs->prefill_topk = uploads_.matrix(out.prefill_topk);
     c4a_[static_cast<size_t>(layer)] = std::move(inputs);
   }
 }

@@ -4,6 +4,7 @@
 #include <memory>
 #include <vector>
 
+#include "harness/backend_upload.h"
 #include "optimized/backend_buffer.h"
 #include "optimized/step_indexer.h"
 #include "reference/model_schedule.h"
@@ -23,7 +24,7 @@ class BackendStep {
 
  private:
   opt::Backend backend_;
-  std::vector<opt::BackendBuffer> buffers_;
+  BackendUploads uploads_;
   std::vector<int32_t> host_query_start_loc_, host_seq_lens_, host_token_to_req_;
   opt::StepInputs inputs_;
   std::vector<std::unique_ptr<opt::C4aLayerInputs>> c4a_;

@@ -4,7 +4,7 @@
 #pragma once
 #include <vector>
 
-#include "optimized/backend_buffer.h"
+#include "harness/backend_upload.h"
 #include "optimized/build_request.h"
 #include "reference/mixed_sparse_indices.h"
 
@@ -18,7 +18,7 @@ class StagedRequest {
   opt::StepStructureHost host() const;
 
  private:
-  std::vector<opt::BackendBuffer> buffers_;
+  BackendUploads uploads_;
   std::vector<int32_t> host_query_start_loc_, host_seq_lens_, host_token_to_req_;
   opt::BuildRequest request_;
 };

@@ -1,0 +1,27 @@
+// Copies reference tensors into one backend's memory and hands out optimized-path views of
+// them; owns the buffers. Shared by BackendStep (a whole step) and StagedRequest (one build).
+#pragma once
+#include <vector>
+
+#include "optimized/backend_buffer.h"
+#include "optimized/build_request.h"
+#include "reference/tensors.h"
+
+namespace dsv4::harness {
+
+class BackendUploads {
+ public:
+  explicit BackendUploads(opt::Backend backend) : backend_(backend) {}
+  opt::Backend backend() const { return backend_; }
+
+  const int32_t* ints(const int32_t* data, Eigen::Index count);
+  const uint8_t* bytes(const std::vector<uint8_t>& data);
+  opt::Int32Matrix matrix(const ref::IndexMatrix& m);  // dense: row_stride = cols
+  opt::PagedCacheView cache(const ref::PagedCache& cache);
+
+ private:
+  opt::Backend backend_;
+  std::vector<opt::BackendBuffer> buffers_;  // moving a BackendBuffer keeps its data pointer
+};
+
+}  // namespace dsv4::harness
