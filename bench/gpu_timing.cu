@@ -254,25 +254,8 @@ BusyWaitCalibration calibrate_busy_wait(void* stream) {
     }
     cal.points.push_back({requested, median(samples)});
   }
-  // Least-squares line through the points of 10 us and up.
-  double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (const auto& p : cal.points) {
-    if (p.requested_us < 10.0) continue;
-    n += 1;
-    sx += p.requested_us;
-    sy += p.measured_us;
-    sxx += p.requested_us * p.requested_us;
-    sxy += p.requested_us * p.measured_us;
-  }
-  const double den = n * sxx - sx * sx;
-  if (den > 0) {
-    cal.slope = (n * sxy - sx * sy) / den;
-    cal.offset_us = (sy - cal.slope * sx) / n;
-  }
-  if (!(cal.slope > 0.5 && cal.slope < 2.0)) {
-    std::fprintf(stderr, "warning: busy-wait slope %.3f is implausible; using 1.0\n", cal.slope);
-    cal.slope = 1.0;
-    cal.offset_us = 0.0;
+  if (!fit_busy_wait_line(cal)) {
+    std::fprintf(stderr, "warning: busy-wait slope is implausible; using 1.0\n");
   }
   return cal;
 }

@@ -115,6 +115,10 @@ struct BusyWaitCalibration {
   double offset_us = 0, slope = 1;
   double globaltimer_tick_ns = 0;  // smallest nonzero %globaltimer step seen
 };
+// Fits offset_us and slope by least squares over the points of 10 us and up (GPU and CPU
+// calibrations alike). Returns false, leaving offset 0 and slope 1, when the fitted slope is
+// implausible (outside 0.5..2).
+bool fit_busy_wait_line(BusyWaitCalibration& calibration);
 BusyWaitCalibration calibrate_busy_wait(void* stream);
 // A busy-wait that the calibration says takes `us` on the stream (no launch for us <= 0).
 void gpu_busy_wait_us(void* stream, const BusyWaitCalibration& calibration, double us);

@@ -19,26 +19,6 @@ void cpu_spin_us(double us) {
   }
 }
 
-// Least-squares line measured = offset + slope * requested over the points of 10 us and up.
-void fit(BusyWaitCalibration& cal) {
-  double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (const auto& p : cal.points) {
-    if (p.requested_us < 10.0) continue;
-    n += 1;
-    sx += p.requested_us;
-    sy += p.measured_us;
-    sxx += p.requested_us * p.requested_us;
-    sxy += p.requested_us * p.measured_us;
-  }
-  const double den = n * sxx - sx * sx;
-  if (den <= 0) return;
-  const double slope = (n * sxy - sx * sy) / den;
-  if (slope > 0.5 && slope < 2.0) {
-    cal.slope = slope;
-    cal.offset_us = (sy - slope * sx) / n;
-  }
-}
-
 BusyWaitCalibration calibrate_cpu_spin() {
   BusyWaitCalibration cal;
   for (double requested : {0.0, 10.0, 50.0, 100.0, 500.0, 2000.0}) {
@@ -50,7 +30,7 @@ BusyWaitCalibration calibrate_cpu_spin() {
     }
     cal.points.push_back({requested, median(samples)});
   }
-  fit(cal);
+  fit_busy_wait_line(cal);
   return cal;
 }
 
