@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "bench/gpu_timing.h"
 
@@ -67,6 +68,15 @@ __global__ void read_flush_kernel(const uint4* buffer, size_t count, unsigned* s
 // The launch floor's kernels: nothing to do, so their time is the launch alone.
 __global__ void empty_kernel() {}
 __global__ void empty_kernel_args(LaunchFloorArgs) {}
+
+constexpr int32_t kPageInts = 1024;  // 4 KiB
+
+// One thread: i = chain[i], `hops` times, then stores i (the reads must happen).
+__global__ void dependent_reads_kernel(const int32_t* chain, int hops, int32_t* out) {
+  int32_t i = 0;
+  for (int h = 0; h < hops; ++h) i = __ldg(chain + i);
+  *out = i;
+}
 
 // cudaLaunchKernel + cudaGetLastError, as the builder's launcher does.
 void launch_checked(const void* kernel, void** params, void* stream, const char* call) {
@@ -275,6 +285,33 @@ void launch_empty_kernel_args(void* stream, const LaunchFloorArgs& args) {
   void* params[] = {const_cast<LaunchFloorArgs*>(&args)};  // copied at launch
   launch_checked(reinterpret_cast<const void*>(&empty_kernel_args), params, stream,
                  "cudaLaunchKernel(empty_kernel_args) / cudaGetLastError");
+}
+
+DependentReadChain::DependentReadChain() {
+  const size_t ints = static_cast<size_t>(kMaxHops + 1) * kPageInts;
+  BENCH_CUDA_CHECK(cudaMalloc(&chain_, ints * sizeof(int32_t)));
+  BENCH_CUDA_CHECK(cudaMalloc(&out_, sizeof(int32_t)));
+  std::vector<int32_t> host(ints, 0);
+  for (int h = 0; h < kMaxHops; ++h) host[static_cast<size_t>(h) * kPageInts] = (h + 1) * kPageInts;
+  BENCH_CUDA_CHECK(cudaMemcpy(chain_, host.data(), ints * sizeof(int32_t), cudaMemcpyHostToDevice));
+}
+
+DependentReadChain::~DependentReadChain() {
+  (void)cudaFree(chain_);
+  (void)cudaFree(out_);
+}
+
+void DependentReadChain::launch(void* stream, int hops) {
+  if (hops < 1 || hops > kMaxHops) throw std::invalid_argument("DependentReadChain: hops out of range");
+  void* params[] = {&chain_, &hops, &out_};
+  launch_checked(reinterpret_cast<const void*>(&dependent_reads_kernel), params, stream,
+                 "cudaLaunchKernel(dependent_reads_kernel) / cudaGetLastError");
+}
+
+int32_t DependentReadChain::last_value() {
+  int32_t v = 0;
+  BENCH_CUDA_CHECK(cudaMemcpy(&v, out_, sizeof(v), cudaMemcpyDeviceToHost));
+  return v;
 }
 
 }  // namespace dsv4::bench

@@ -135,4 +135,23 @@ static_assert(sizeof(LaunchFloorArgs) == sizeof(opt::MixedSparseIndicesArgs),
               "the floor's argument must be as large as the builder's");
 void launch_empty_kernel_args(void* stream, const LaunchFloorArgs& args);
 
+// The latency floor of a small build: one thread following `hops` dependent reads through a
+// device buffer (each in another 4 KiB page, so after an L2 flush each is a DRAM round trip),
+// then one store, launched like the builder. A decode build needs at least one such read
+// (its input rows) and a local-form decode build two (input, then block table).
+class DependentReadChain {
+ public:
+  static constexpr int kMaxHops = 4;
+  DependentReadChain();
+  ~DependentReadChain();
+  DependentReadChain(const DependentReadChain&) = delete;
+  DependentReadChain& operator=(const DependentReadChain&) = delete;
+  void launch(void* stream, int hops);  // 1 <= hops <= kMaxHops
+  int32_t last_value();                 // synchronizes; the chain's end (checks the reads ran)
+
+ private:
+  int32_t* chain_ = nullptr;  // device: kMaxHops + 1 pages of int32
+  int32_t* out_ = nullptr;
+};
+
 }  // namespace dsv4::bench

@@ -47,5 +47,9 @@ BusyWaitCalibration calibrate_busy_wait(void*) { no_cuda("calibrate_busy_wait");
 void gpu_busy_wait_us(void*, const BusyWaitCalibration&, double) { no_cuda("gpu_busy_wait_us"); }
 void launch_empty_kernel(void*) { no_cuda("launch_empty_kernel"); }
 void launch_empty_kernel_args(void*, const LaunchFloorArgs&) { no_cuda("launch_empty_kernel_args"); }
+DependentReadChain::DependentReadChain() { no_cuda("DependentReadChain"); }
+DependentReadChain::~DependentReadChain() = default;
+void DependentReadChain::launch(void*, int) { no_cuda("DependentReadChain::launch"); }
+int32_t DependentReadChain::last_value() { no_cuda("DependentReadChain::last_value"); }
 
 }  // namespace dsv4::bench

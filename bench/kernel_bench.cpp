@@ -14,12 +14,21 @@
 // parameter-copy cost. CUDA backend only (not registered on the host backend).
 // <prefix>/cache_hit/<kind>: StepIndexCache::get_or_build on a hit (target <= 0.2 us);
 // <prefix>/indexer_hit/<kind>: StepIndexer::layer_indices on a hit (request + key + lookup).
-// Every staged case is first checked against the reference, element for element.
+// cuda/launch_floor/dependent_reads_<n>: one thread following n dependent reads (each a DRAM
+// round trip after the flush) then one store: the latency floor of a small (decode) build.
+// With --shape_sweep: cuda/shape/<threads per row>x<chunks>/<model>/<kind>/<case>, the target
+// cases of issue 8 with every compiled launch shape forced (the policy's tuning data).
+// Every staged case is first checked against the reference, element for element, with every
+// builder (launch shape) that times it.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <map>
+#include <set>
+#include <tuple>
+#include <utility>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
@@ -30,6 +39,8 @@
 #include "bench/keep.h"
 #include "bench/build_bytes.h"
 #include "bench/gpu_timing.h"
+#include "kernels/mixed_sparse_indices_policy.h"
+#include "optimized/cuda_builder.h"
 #include "optimized/step_indexer.h"
 #include "optimized/validation.h"
 
@@ -46,21 +57,31 @@ struct KernelConfig {
   std::string model;
   ref::LayerKind kind;
   std::string case_name;
-  std::string key() const {
+  opt::LaunchShape shape{};  // forced launch shape (CUDA); group_threads 0 = the policy's
+  // The staged inputs: the same for every launch shape.
+  std::string staging_key() const {
     return std::string(timing_prefix(backend)) + "/" + model + "/" + ref::layer_kind_name(kind) +
            "/" + case_name;
+  }
+  std::string shape_name() const {
+    return std::to_string(shape.group_threads) + "x" + std::to_string(shape.chunks);
+  }
+  std::string key() const {
+    return shape.group_threads == 0 ? staging_key() : staging_key() + " shape " + shape_name();
   }
 };
 
 // One layer of one case staged in a backend, checked against the reference. A benchmark
 // function runs once per repetition: only the most recent config is kept.
 struct StagedLayer {
-  std::string key;
+  std::string key;  // staging_key()
   std::unique_ptr<StagedStep> staged;
   opt::BuildRequest request;
   BuildBytes bytes;
+  ref::BuilderOutput want;  // the reference's output
   int32_t width = 0;
-  std::string error;  // non-empty: the build disagrees with the reference (or staging failed)
+  std::string error;  // non-empty: staging failed, or the last checked build disagrees
+  std::set<std::string> verified;  // config keys whose build matched the reference
 };
 
 // Process-wide state, torn down in order (device buffers before the stream) by main().
@@ -69,7 +90,7 @@ struct Run {
   std::unique_ptr<GpuStream> stream;
   std::unique_ptr<L2Flusher> flusher;
   CopyBandwidth copy;
-  std::map<opt::Backend, std::unique_ptr<opt::MixedSparseIndicesBuilder>> builders;
+  std::map<std::string, std::unique_ptr<opt::MixedSparseIndicesBuilder>> builders;  // by backend + shape
   StagedLayer staged;  // the most recent config only
   void tear_down() {
     staged = StagedLayer{};
@@ -87,11 +108,17 @@ void* cuda_stream(opt::Backend backend) {
   return backend == opt::Backend::kCuda ? run().stream->get() : nullptr;
 }
 
-opt::MixedSparseIndicesBuilder& builder(opt::Backend backend) {
-  auto& b = run().builders[backend];
-  if (!b) b = make_builder(backend, cuda_stream(backend));
+opt::MixedSparseIndicesBuilder& builder(opt::Backend backend, opt::LaunchShape shape = {}) {
+  const std::string name = std::string(timing_prefix(backend)) + "/" +
+                           std::to_string(shape.group_threads) + "x" + std::to_string(shape.chunks);
+  auto& b = run().builders[name];
+  if (!b) {
+    b = shape.group_threads == 0 ? make_builder(backend, cuda_stream(backend))
+                                 : opt::make_cuda_builder(cuda_stream(backend), size_t{64} << 20, shape);
+  }
   return *b;
 }
+opt::MixedSparseIndicesBuilder& builder(const KernelConfig& cfg) { return builder(cfg.backend, cfg.shape); }
 
 std::string first_mismatch(const ref::BuilderOutput& want, const harness::HostIndices& got) {
   if (want.sparse_indices.rows() != got.sparse_indices.rows() ||
@@ -117,47 +144,59 @@ std::string first_mismatch(const ref::BuilderOutput& want, const harness::HostIn
   return "";
 }
 
-StagedLayer& staged_layer(const KernelConfig& cfg) {
-  StagedLayer& current = run().staged;
-  if (current.key == cfg.key()) return current;
-  current = StagedLayer{};
-  current.key = cfg.key();
+// Builds once with cfg's builder and compares with the reference (once per config key).
+void verify(const KernelConfig& cfg, StagedLayer& s) {
+  if (!s.error.empty() || s.verified.count(cfg.key()) > 0) return;
+  opt::MixedSparseIndicesBuilder& b = builder(cfg);
   try {
-    const ref::ModelSchedule schedule =
-        single_layer_schedule(model_schedule(cfg.model), cfg.kind);
-    current.staged =
-        stage_step(cfg.backend, bench_case(cfg.case_name).shape, schedule, /*keep_host=*/true);
-    const StagedStep& s = *current.staged;
-    const bool c4a = cfg.kind == ref::LayerKind::kC4A;
-    const ref::BuilderInputs ref_inputs =
-        ref::layer_builder_inputs(s.step, schedule, 0, c4a ? &s.c4a_per_layer[0] : nullptr);
-    current.request = opt::layer_build_request(s.staged->inputs(), schedule.compress_ratios[0],
-                                               s.staged->c4a(0));
-    opt::validate_step_structure(current.request, s.staged->inputs().host);
-    opt::validate_request_shape(current.request);
-    current.bytes = build_bytes(ref_inputs);
-
-    opt::MixedSparseIndicesBuilder& b = builder(cfg.backend);
-    const opt::BuiltIndices built = b.build(current.request);
-    current.width = built.width;
+    const opt::BuiltIndices built = b.build(s.request);
+    s.width = built.width;
     const harness::HostIndices got = harness::download(cfg.backend, built);
     const int64_t errors = b.take_content_errors();
     b.release_outputs();
-    const ref::BuilderOutput want = ref::build_mixed_sparse_indices(ref_inputs);
-    current.error = first_mismatch(want, got);
-    if (current.error.empty() && errors != want.content_errors) {
-      current.error = "content errors " + std::to_string(errors) + ", reference " +
-                      std::to_string(want.content_errors);
+    s.error = first_mismatch(s.want, got);
+    if (s.error.empty() && errors != s.want.content_errors) {
+      s.error = "content errors " + std::to_string(errors) + ", reference " +
+                std::to_string(s.want.content_errors);
     }
-    if (!current.error.empty()) current.error = cfg.key() + " disagrees with the reference: " + current.error;
+    if (!s.error.empty()) s.error = cfg.key() + " disagrees with the reference: " + s.error;
   } catch (const std::exception& e) {
-    current.error = cfg.key() + ": staging failed: " + e.what();
+    s.error = cfg.key() + ": build failed: " + e.what();
     try {
-      builder(cfg.backend).release_outputs();
+      b.release_outputs();
     } catch (const std::exception&) {
-      // already reported by the staging error
+      // already reported by the build error
     }
   }
+  if (s.error.empty()) s.verified.insert(cfg.key());
+}
+
+StagedLayer& staged_layer(const KernelConfig& cfg) {
+  StagedLayer& current = run().staged;
+  if (current.key != cfg.staging_key()) {
+    current = StagedLayer{};
+    current.key = cfg.staging_key();
+    try {
+      const ref::ModelSchedule schedule =
+          single_layer_schedule(model_schedule(cfg.model), cfg.kind);
+      current.staged =
+          stage_step(cfg.backend, bench_case(cfg.case_name).shape, schedule, /*keep_host=*/true);
+      const StagedStep& s = *current.staged;
+      const bool c4a = cfg.kind == ref::LayerKind::kC4A;
+      const ref::BuilderInputs ref_inputs =
+          ref::layer_builder_inputs(s.step, schedule, 0, c4a ? &s.c4a_per_layer[0] : nullptr);
+      current.request = opt::layer_build_request(s.staged->inputs(), schedule.compress_ratios[0],
+                                                 s.staged->c4a(0));
+      opt::validate_step_structure(current.request, s.staged->inputs().host);
+      opt::validate_request_shape(current.request);
+      current.bytes = build_bytes(ref_inputs);
+      current.want = ref::build_mixed_sparse_indices(ref_inputs);
+    } catch (const std::exception& e) {
+      current.error = cfg.key() + ": staging failed: " + e.what();
+      return current;
+    }
+  }
+  verify(cfg, current);
   return current;
 }
 
@@ -193,7 +232,7 @@ void BM_kernel(benchmark::State& state, KernelConfig cfg) {
     state.SkipWithError(s.error.c_str());
     return;
   }
-  opt::MixedSparseIndicesBuilder& b = builder(cfg.backend);
+  opt::MixedSparseIndicesBuilder& b = builder(cfg);
   const bool cuda = cfg.backend == opt::Backend::kCuda;
   std::unique_ptr<EventTimer> timer;
   if (cuda) timer = std::make_unique<EventTimer>();
@@ -251,22 +290,28 @@ void BM_kernel(benchmark::State& state, KernelConfig cfg) {
   state.SetLabel(label.str());
 }
 
-// The launch floor: an empty kernel timed exactly as BM_kernel times a build.
-void BM_launch_floor(benchmark::State& state, bool with_args) {
-  const char* name =
-      with_args ? "cuda/launch_floor/empty_kernel_args" : "cuda/launch_floor/empty_kernel";
+// The launch floors, timed exactly as BM_kernel times a build: an empty kernel (with and
+// without a builder-sized argument), and one thread's chain of `hops` dependent DRAM reads.
+enum class Floor { kEmpty, kEmptyArgs, kDependentReads };
+void BM_launch_floor(benchmark::State& state, Floor floor, int hops) {
+  const std::string name = floor == Floor::kEmpty       ? "cuda/launch_floor/empty_kernel"
+                           : floor == Floor::kEmptyArgs ? "cuda/launch_floor/empty_kernel_args"
+                                                        : "cuda/launch_floor/dependent_reads_" +
+                                                              std::to_string(hops);
   void* stream = run().stream->get();
   const LaunchFloorArgs args{};
+  std::unique_ptr<DependentReadChain> chain;
   auto launch = [&] {
-    if (with_args) {
-      launch_empty_kernel_args(stream, args);
-    } else {
-      launch_empty_kernel(stream);
+    switch (floor) {
+      case Floor::kEmpty: launch_empty_kernel(stream); break;
+      case Floor::kEmptyArgs: launch_empty_kernel_args(stream, args); break;
+      case Floor::kDependentReads: chain->launch(stream, hops); break;
     }
   };
   double device_total = 0, host_total = 0;
   int64_t n = 0;
   try {
+    if (floor == Floor::kDependentReads) chain = std::make_unique<DependentReadChain>();
     EventTimer timer;
     // Warm-up: module load and first-launch costs stay out of the numbers.
     launch();
@@ -285,17 +330,23 @@ void BM_launch_floor(benchmark::State& state, bool with_args) {
       host_total += host_us;
       ++n;
     }
+    if (chain && chain->last_value() != hops * 1024) {
+      state.SkipWithError((name + ": the read chain ended at the wrong element").c_str());
+      return;
+    }
   } catch (const std::exception& e) {
-    state.SkipWithError((std::string(name) + ": " + e.what()).c_str());
+    state.SkipWithError((name + ": " + e.what()).c_str());
     return;
   }
   if (n == 0) return;
   state.counters["device_us"] = device_total / static_cast<double>(n);
   state.counters["host_us"] = host_total / static_cast<double>(n);
-  state.counters["arg_bytes"] = with_args ? static_cast<double>(sizeof(LaunchFloorArgs)) : 0.0;
-  state.SetLabel(with_args ? "empty kernel, by-value argument of sizeof(MixedSparseIndicesArgs); "
-                             "CUDA events, L2 flushed"
-                           : "empty kernel, 1 CTA x 32 threads; CUDA events, L2 flushed");
+  state.counters["arg_bytes"] = floor == Floor::kEmptyArgs ? static_cast<double>(sizeof(LaunchFloorArgs)) : 0.0;
+  state.SetLabel(floor == Floor::kEmptyArgs ? "empty kernel, by-value argument of sizeof(MixedSparseIndicesArgs); "
+                                              "CUDA events, L2 flushed"
+                 : floor == Floor::kEmpty   ? "empty kernel, 1 CTA x 32 threads; CUDA events, L2 flushed"
+                                            : "1 thread, dependent reads 4 KiB apart, then a store; CUDA "
+                                              "events, L2 flushed");
 }
 
 // The copy ceiling as its own benchmark: each iteration one timed 1 GiB D2D copy.
@@ -330,7 +381,7 @@ void BM_hit(benchmark::State& state, KernelConfig cfg, bool through_indexer) {
     state.SkipWithError(s.error.c_str());
     return;
   }
-  opt::MixedSparseIndicesBuilder& b = builder(cfg.backend);
+  opt::MixedSparseIndicesBuilder& b = builder(cfg);
   const opt::LayerKind kind = opt::layer_kind_from_ratio(s.request.ratio);
   double elapsed_us = 0;
   int64_t builds = 0, hits = 0;
@@ -379,6 +430,49 @@ void BM_hit(benchmark::State& state, KernelConfig cfg, bool through_indexer) {
   state.SetLabel(label.str());
 }
 
+// The issue-8 target cases, timed with every compiled launch shape (--shape_sweep).
+void register_shape_sweep() {
+  const std::tuple<const char*, ref::LayerKind, const char*> cases[] = {
+      {"flash", ref::LayerKind::kSwaOnly, "prefill8K"},
+      {"flash", ref::LayerKind::kSwaOnly, "decode64_ctx8K"},
+      {"flash", ref::LayerKind::kC4A, "prefill8K"},
+      {"flash", ref::LayerKind::kC4A, "prefill8K_ctx120K"},
+      {"pro", ref::LayerKind::kC4A, "prefill8K"},
+      {"flash", ref::LayerKind::kC4A, "decode64_ctx8K"},
+      {"flash", ref::LayerKind::kC128A, "prefill8K"},
+      {"flash", ref::LayerKind::kC128A, "prefill8K_ctx120K"}};
+  for (const auto& [model, kind, case_name] : cases) {
+    for (int32_t group = opt::MixedSparseIndicesPolicy::kMinGroupThreads;
+         group <= opt::MixedSparseIndicesPolicy::kCtaThreads; group *= 2) {
+      for (int32_t chunks : opt::MixedSparseIndicesPolicy::kChunkChoices) {
+        const KernelConfig cfg{opt::Backend::kCuda, model, kind, case_name, opt::LaunchShape{group, chunks}};
+        benchmark::RegisterBenchmark(("cuda/shape/" + cfg.shape_name() + "/" + model + "/" +
+                                      ref::layer_kind_name(kind) + "/" + case_name)
+                                         .c_str(),
+                                     BM_kernel, cfg)
+            ->UseManualTime()
+            ->Iterations(kCudaIterations)
+            ->Unit(benchmark::kMicrosecond);
+      }
+    }
+  }
+}
+
+// Removes --shape_sweep from argv; true when it was there.
+bool take_flag(int* argc, char** argv, const char* flag) {
+  bool found = false;
+  int out = 1;
+  for (int i = 1; i < *argc; ++i) {
+    if (std::strcmp(argv[i], flag) == 0) {
+      found = true;
+    } else {
+      argv[out++] = argv[i];
+    }
+  }
+  *argc = out;
+  return found;
+}
+
 void register_benchmarks(const BackendChoice& backends) {
   for (opt::Backend backend : backends.list()) {
     const std::string prefix = timing_prefix(backend);
@@ -388,10 +482,14 @@ void register_benchmarks(const BackendChoice& backends) {
           ->UseManualTime()
           ->Iterations(10)
           ->Unit(benchmark::kMicrosecond);
-      for (bool with_args : {false, true}) {
-        benchmark::RegisterBenchmark(
-            (prefix + "/launch_floor/" + (with_args ? "empty_kernel_args" : "empty_kernel")).c_str(),
-            BM_launch_floor, with_args)
+      const std::pair<std::string, std::pair<Floor, int>> floors[] = {
+          {"empty_kernel", {Floor::kEmpty, 0}},
+          {"empty_kernel_args", {Floor::kEmptyArgs, 0}},
+          {"dependent_reads_1", {Floor::kDependentReads, 1}},
+          {"dependent_reads_2", {Floor::kDependentReads, 2}}};
+      for (const auto& [name, floor] : floors) {
+        benchmark::RegisterBenchmark((prefix + "/launch_floor/" + name).c_str(), BM_launch_floor,
+                                     floor.first, floor.second)
             ->UseManualTime()
             ->Iterations(kCudaIterations)
             ->Unit(benchmark::kMicrosecond);
@@ -430,6 +528,7 @@ int main(int argc, char** argv) {
   using namespace dsv4::bench;
   try {
     const BackendChoice backends = parse_backends(&argc, argv);
+    const bool shape_sweep = take_flag(&argc, argv, "--shape_sweep");
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
     Run& r = run();
@@ -456,6 +555,7 @@ int main(int argc, char** argv) {
     }
     std::fflush(stdout);
     register_benchmarks(backends);
+    if (shape_sweep && backends.cuda) register_shape_sweep();
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
     r.tear_down();

@@ -20,6 +20,18 @@ DSV4_HD DSV4_INLINE int32_t load_input(const int32_t* p) {
 #endif
 }
 
+// Reads one streamed input element group (16 bytes) that no other thread re-reads: on the
+// device without allocating in L1, so that the block-table rows every row looks up stay there.
+DSV4_HD DSV4_INLINE void load_stream4(const int32_t* p, int32_t (&v)[4]) {  // p 16-byte aligned
+#if defined(__CUDA_ARCH__)
+  asm volatile("ld.global.nc.L1::no_allocate.v4.s32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
+               : "l"(p));
+#else
+  for (int e = 0; e < 4; ++e) v[e] = p[e];
+#endif
+}
+
 // A paged cache's block table (SPEC §2): num_rows x blocks_per_row, row-major, dense.
 struct BlockTableView {
   const int32_t* table;
@@ -27,6 +39,9 @@ struct BlockTableView {
   int32_t blocks_per_row;  // NB
   int32_t block_size;      // B >= 1
   FastDivider block_divider;
+  // B is a power of two (every production cache): block = i >> log2_block_size, offset = i & (B-1).
+  bool power_of_two;
+  uint32_t log2_block_size;  // when power_of_two
   // The largest physical block id whose every slot (id * B + B - 1) fits int32: ids up to it
   // need neither the sign nor the overflow check, one unsigned compare covers both.
   uint32_t max_safe_block;
@@ -35,7 +50,10 @@ struct BlockTableView {
   static BlockTableView make(const int32_t* table, int32_t num_rows, int32_t blocks_per_row,
                              int32_t block_size) {
     const int32_t b = block_size < 1 ? 1 : block_size;
+    uint32_t log2 = 0;
+    while ((int64_t{1} << log2) < b) ++log2;
     return BlockTableView{table, num_rows, blocks_per_row, b, FastDivider::make(b),
+                          (int64_t{1} << log2) == b, log2,
                           static_cast<uint32_t>((int64_t{INT32_MAX} - (b - 1)) / b)};
   }
 
@@ -44,32 +62,48 @@ struct BlockTableView {
     return table + static_cast<int64_t>(r) * blocks_per_row;
   }
 
-  // slot(r, i) = table[r][i / B] * B + i % B for i >= 0, given row_table = row(r). A block past
-  // the table's width, a negative entry or a slot beyond int32 is a content error (SPEC §4):
-  // -1, counted in *errors. Reads nothing outside row r of the table, whatever i is.
-  DSV4_HD DSV4_INLINE int32_t slot_in_row(const int32_t* row_table, int32_t i, int32_t* errors) const {
-    const uint32_t block = block_divider.divide(static_cast<uint32_t>(i));
-    const uint32_t offset = static_cast<uint32_t>(i) - block * static_cast<uint32_t>(block_size);
-    if (block >= static_cast<uint32_t>(blocks_per_row)) {
-      ++*errors;
-      return -1;
+  // slot(r, i) = table[r][i / B] * B + i % B for i >= 0, given row_table = row(r), when
+  // `wanted`; else -1. A block past the table's width, a negative entry or a slot beyond int32
+  // is a content error (SPEC §4): -1, counted in *errors. Reads nothing outside row r of the
+  // table, whatever i is. Branch-free (a warp's lanes diverge on every -1 otherwise).
+  // kPowerOfTwo (only when power_of_two): shift and mask instead of the divider, and the
+  // max_safe_block compare is exact (B divides 2^31), so no 64-bit product is needed.
+  template <bool kPowerOfTwo = false>
+  DSV4_HD DSV4_INLINE int32_t lookup(const int32_t* row_table, int32_t i, bool wanted,
+                                     int32_t* errors) const {
+    uint32_t block, offset;
+    if constexpr (kPowerOfTwo) {
+      block = static_cast<uint32_t>(i) >> log2_block_size;
+      offset = static_cast<uint32_t>(i) & static_cast<uint32_t>(block_size - 1);
+    } else {
+      block = block_divider.divide(static_cast<uint32_t>(i));
+      offset = static_cast<uint32_t>(i) - block * static_cast<uint32_t>(block_size);
     }
-    const int32_t physical = load_input(row_table + block);
-    if (static_cast<uint32_t>(physical) <= max_safe_block) {  // the common case
-      return static_cast<int32_t>(static_cast<uint32_t>(physical) * static_cast<uint32_t>(block_size) +
-                                  offset);
+    const bool in_table = wanted && block < static_cast<uint32_t>(blocks_per_row);
+    // -1 (as unsigned, above every safe id) stands for "no block" below.
+    const uint32_t physical = in_table ? static_cast<uint32_t>(load_input(row_table + block)) : ~0u;
+    bool fits;
+    int32_t slot;
+    if constexpr (kPowerOfTwo) {
+      fits = physical <= max_safe_block;
+      slot = static_cast<int32_t>(physical * static_cast<uint32_t>(block_size) + offset);
+    } else {
+      const uint64_t value = uint64_t{physical} * static_cast<uint32_t>(block_size) + offset;
+      fits = value <= uint64_t{INT32_MAX};  // a negative entry is >= 2^31 as unsigned
+      slot = static_cast<int32_t>(value);
     }
-    const uint64_t value =
-        uint64_t{static_cast<uint32_t>(physical)} * static_cast<uint32_t>(block_size) + offset;
-    if (physical < 0 || value > uint64_t{INT32_MAX}) {
-      ++*errors;
-      return -1;
-    }
-    return static_cast<int32_t>(value);
+    *errors += wanted && !fits ? 1 : 0;
+    return fits ? slot : -1;
   }
 
+  template <bool kPowerOfTwo = false>
+  DSV4_HD DSV4_INLINE int32_t slot_in_row(const int32_t* row_table, int32_t i, int32_t* errors) const {
+    return lookup<kPowerOfTwo>(row_table, i, true, errors);
+  }
+
+  template <bool kPowerOfTwo = false>
   DSV4_HD DSV4_INLINE int32_t slot(int32_t r, int32_t i, int32_t* errors) const {
-    return slot_in_row(row(r), i, errors);
+    return slot_in_row<kPowerOfTwo>(row(r), i, errors);
   }
 };
 
@@ -105,6 +139,8 @@ struct MixedSparseIndicesArgs {
   int32_t* sparse_lens;                 // T
   unsigned long long* content_errors;   // device counter (CUDA kernels); unused on the host
 
+  // Both caches' block sizes are powers of two: the kernels' shift/mask path.
+  bool power_of_two_blocks;
   // 16-byte accesses are legal (decided once on the host from widths, strides and pointers).
   bool vector_stores;                   // W % 4 == 0 and sparse_indices 16-byte aligned
   bool decode_swa_vector_loads;         // ... and the decode SWA rows 16-byte aligned

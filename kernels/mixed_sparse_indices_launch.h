@@ -11,17 +11,20 @@
 
 namespace dsv4::opt {
 
-// What the grid size depends on, queried once per device (never per launch).
+// What the launch shape depends on, queried once per device (never per launch).
 struct MixedSparseIndicesLaunchConfig {
   int32_t sm_count = 0;
-  // Resident CTAs per SM of each kernel variant [row mapping][decode_local][vec4] (occupancy
-  // calculator), capped at MixedSparseIndicesPolicy::kMaxCtasPerSm: the grid-stride loop then
-  // runs in exactly one wave.
-  int32_t ctas_per_sm[3][2][2] = {};
+  // Tests and the tuning benchmark: use this shape instead of the policy's (group_threads 0 =
+  // the policy). chunks applies on the 16-byte power-of-two path, the only one compiled for
+  // every choice; the scalar path keeps its own shape.
+  LaunchShape forced{};
 };
 
-// Queries `device`'s SM count and every kernel variant's occupancy.
 KernelStatus prepare_mixed_sparse_indices_launch(int device, MixedSparseIndicesLaunchConfig* config);
+
+// The shape a launch of `args` takes under `config`.
+LaunchShape mixed_sparse_indices_launch_shape(const MixedSparseIndicesArgs& args,
+                                              const MixedSparseIndicesLaunchConfig& config);
 
 // Builds every row of args (T may be 0: nothing is launched). Content errors are added to
 // *args.content_errors (device memory). Checks the launch (cudaGetLastError) and returns its

@@ -1,5 +1,5 @@
 // Tuning knobs of the mixed-sparse-indices kernels in one place (CUB-style policy), and the
-// host-side choice of row mapping and grid size derived from them.
+// host-side choice of launch shape derived from them.
 #pragma once
 #include <cstdint>
 
@@ -8,61 +8,53 @@ namespace dsv4::opt {
 struct MixedSparseIndicesPolicy {
   static constexpr int32_t kCtaThreads = 256;
   static constexpr int32_t kWarpThreads = 32;
-  static constexpr int32_t kHalfWarpThreads = 16;
-  // A row of at most this many 16-byte chunks (256 columns: SWA-only, short-context C128A)
-  // gets half a warp: twice the rows in flight, since such rows are bound by the latency of
-  // their dependent loads (token_to_req -> request metadata -> block table), not by bytes.
-  static constexpr int32_t kMaxHalfWarpRowChunks = 64;
-  // A row of more 16-byte chunks than this (2048 columns) gets a whole CTA: a warp would loop
-  // over it more than 16 times (C128A rows reach 128 + 8192 columns at 1M context).
-  static constexpr int32_t kMaxWarpRowChunks = 512;
-  // A step of at most this many rows per SM gets a CTA per row as well, so that a small decode
-  // step spreads over many SMs instead of queueing its rows on a few warps.
-  static constexpr int32_t kCtaPerRowMaxRowsPerSm = 2;
-  // Grid cap for the grid-stride loop over rows: at most this many CTAs per SM, and never more
-  // than the occupancy calculator says are resident (one wave; larger steps loop).
-  static constexpr int32_t kMaxCtasPerSm = 8;
-  // Compressed 16-byte chunks a thread loads (then translates, then stores) at once, the first
-  // batch before the row's plan is finished: independent reads in flight. 4 keeps every
-  // variant at 64 registers (4 CTAs per SM); 8 took the copy-form variants to 124.
-  static constexpr int kCompressedBatch = 4;
+  // Threads per row: a power of two from kMinGroupThreads to kCtaThreads (a whole CTA).
+  static constexpr int32_t kMinGroupThreads = 8;
+  // Chunks (16 bytes, or one column on the scalar path) a thread handles per pass: all their
+  // loads, then all their lookups, then all their stores. The 16-byte power-of-two path is
+  // compiled for each of kChunkChoices; the other paths for kDefaultChunks only.
+  static constexpr int32_t kDefaultChunks = 4;
+  static constexpr int32_t kChunkChoices[3] = {2, 4, 8};
+  // Rows of a step with at most this many rows per SM get at least this many threads, so that
+  // a small decode step spreads its rows over many SMs.
+  static constexpr int32_t kSmallStepRowsPerSm = 2;
+  static constexpr int32_t kSmallStepGroupThreads = 64;
 };
 
-enum class RowMapping : uint8_t {
-  kHalfWarpPerRow,  // 16 lanes own a row; kCtaThreads / 16 rows per CTA
-  kWarpPerRow,      // a warp owns a row; kCtaThreads / 32 rows per CTA
-  kCtaPerRow,       // a CTA owns a row
-};
-constexpr int kRowMappings = 3;
-
-constexpr int32_t group_threads(RowMapping mapping) {
-  using P = MixedSparseIndicesPolicy;
-  return mapping == RowMapping::kHalfWarpPerRow ? P::kHalfWarpThreads
-         : mapping == RowMapping::kWarpPerRow   ? P::kWarpThreads
-                                                : P::kCtaThreads;
-}
-
-// row_chunks: 16-byte chunks per row (vector path) or columns per row (scalar path).
-constexpr RowMapping choose_row_mapping(int32_t num_tokens, int32_t row_chunks, int32_t sm_count) {
-  using P = MixedSparseIndicesPolicy;
-  if (row_chunks > P::kMaxWarpRowChunks) return RowMapping::kCtaPerRow;
-  if (static_cast<int64_t>(num_tokens) <= static_cast<int64_t>(sm_count) * P::kCtaPerRowMaxRowsPerSm) {
-    return RowMapping::kCtaPerRow;
+// How a launch maps rows to threads: `group_threads` threads own one row, each handling up to
+// `chunks` of its chunks per pass. Grid: one CTA per kCtaThreads / group_threads rows.
+struct LaunchShape {
+  int32_t group_threads = 0;
+  int32_t chunks = 0;
+  bool operator==(const LaunchShape& o) const {
+    return group_threads == o.group_threads && chunks == o.chunks;
   }
-  return row_chunks <= P::kMaxHalfWarpRowChunks ? RowMapping::kHalfWarpPerRow : RowMapping::kWarpPerRow;
+};
+
+constexpr bool valid_group_threads(int32_t g) {
+  return g >= MixedSparseIndicesPolicy::kMinGroupThreads && g <= MixedSparseIndicesPolicy::kCtaThreads &&
+         (g & (g - 1)) == 0;
 }
 
-// CTAs to launch for num_tokens >= 1 rows: one per row group, capped at one wave of
-// resident_ctas_per_sm (itself capped at kMaxCtasPerSm) on every SM.
-constexpr int32_t grid_ctas(RowMapping mapping, int32_t num_tokens, int32_t sm_count,
-                            int32_t resident_ctas_per_sm = MixedSparseIndicesPolicy::kMaxCtasPerSm) {
+// The smallest group whose one pass covers a row of row_chunks chunks (a whole CTA for wider
+// rows, which then take several passes); small steps get wider groups (more CTAs).
+constexpr LaunchShape choose_launch_shape(int32_t num_tokens, int32_t row_chunks, int32_t sm_count,
+                                          int32_t chunks = MixedSparseIndicesPolicy::kDefaultChunks) {
   using P = MixedSparseIndicesPolicy;
-  const int32_t rows_per_cta = P::kCtaThreads / group_threads(mapping);
-  const int64_t needed = (static_cast<int64_t>(num_tokens) + rows_per_cta - 1) / rows_per_cta;
-  int32_t per_sm = resident_ctas_per_sm < P::kMaxCtasPerSm ? resident_ctas_per_sm : P::kMaxCtasPerSm;
-  if (per_sm < 1) per_sm = 1;
-  const int64_t cap = static_cast<int64_t>(sm_count < 1 ? 1 : sm_count) * per_sm;
-  return static_cast<int32_t>(needed < cap ? needed : cap);
+  int32_t g = P::kMinGroupThreads;
+  while (g < P::kCtaThreads && static_cast<int64_t>(g) * chunks < row_chunks) g *= 2;
+  if (static_cast<int64_t>(num_tokens) <= static_cast<int64_t>(sm_count) * P::kSmallStepRowsPerSm &&
+      g < P::kSmallStepGroupThreads) {
+    g = P::kSmallStepGroupThreads;
+  }
+  return LaunchShape{g, chunks};
+}
+
+// CTAs for num_tokens >= 0 rows: one per kCtaThreads / group_threads rows, every row at once
+// (no grid-stride loop: the hardware keeps as many CTAs resident as fit).
+constexpr int64_t grid_ctas(const LaunchShape& shape, int32_t num_tokens) {
+  const int64_t rows_per_cta = MixedSparseIndicesPolicy::kCtaThreads / shape.group_threads;
+  return (static_cast<int64_t>(num_tokens) + rows_per_cta - 1) / rows_per_cta;
 }
 
 }  // namespace dsv4::opt

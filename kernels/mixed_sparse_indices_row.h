@@ -1,7 +1,15 @@
 // The per-row logic of build_mixed_sparse_indices (SPEC §3), written once for the host
-// backend and the CUDA kernels. A row (one token) is split into columns that the threads of
-// a group own round-robin: thread `rank` of `group_threads` owns 4-column chunks (or single
-// columns) rank, rank + group_threads, ... The host backend runs a row as a group of one.
+// backend and the CUDA kernels. A row (one token) is cut into chunks of kLanes columns (4 with
+// 16-byte accesses, else 1); thread `rank` of a group of `group_threads` owns chunks rank,
+// rank + group_threads, ... and handles them in passes of kChunks: all loads of a pass, then
+// all their table lookups, then all their stores, so that independent reads are in flight
+// together. The host backend runs a row as a group of one.
+//
+// A row in three steps, in the order that overlaps memory latencies:
+//   start_row   what t alone gives (token_to_req[t] is loaded, not yet used), then the loads
+//               of the first pass's input columns, which need t only;
+//   plan_row    the request's metadata: position, window and top-k lengths, table rows;
+//   finish_chunk / store_chunk per chunk, and row_length for sparse_lens[t].
 //
 // Memory: every read stays inside the inputs (rows t < D of the decode tensors, row t - D of
 // prefill_topk, columns below their widths, row r < R of a block table, block < its width)
@@ -15,94 +23,94 @@
 
 namespace dsv4::opt {
 
-// What every column of one token's row shares, resolved once per row.
-struct RowPlan {
+// What t alone gives.
+struct RowStart {
   int32_t token;
-  int32_t request;
+  int32_t request;               // token_to_req[t] as loaded; plan_row checks its range
   bool decode;
-  bool request_in_range;         // false only for a step that skipped validation
   const int32_t* window_in;      // decode: the token's decode_swa_indices row
   const int32_t* compressed_in;  // decode: decode_compressed row; prefill: prefill_topk row
   int32_t compressed_width;      // columns of compressed_in (Kd or Kp): what may be read
-  int32_t compressed_count;      // leading columns of compressed_in that hold values
+  bool compressed_vector_loads;  // compressed_in rows are 16-byte aligned
+  int32_t* out;                  // the token's output row
+};
+
+// What every column of the row shares, from the request's metadata.
+struct RowPlan {
+  bool request_in_range;         // false only for a step that skipped validation
+  bool translate_compressed;     // prefill, or a local-form decode row
   int32_t swa_start;             // prefill: position of window column 0
   int32_t swa_len;               // prefill
   int32_t topk_len;              // prefill
+  int32_t compressed_count;      // leading columns of compressed_in that hold values
   const int32_t* swa_table;      // the request's SWA block-table row (request in range)
   const int32_t* compressed_table;  // the request's compressed block-table row
-  int32_t* out;                  // the token's output row
 };
 
 DSV4_HD DSV4_INLINE int32_t min_i32(int32_t a, int32_t b) { return a < b ? a : b; }
 
-// The part of a row's plan that needs only t. token_to_req[t] is loaded but not used yet,
-// so loads issued before finish_row() overlap its latency.
-DSV4_HD DSV4_INLINE RowPlan begin_row(const MixedSparseIndicesArgs& a, int32_t t) {
-  RowPlan row{};
-  row.token = t;
-  row.out = a.sparse_indices + static_cast<int64_t>(t) * a.row_width;
-  row.request = load_input(a.token_to_req + t);
-  row.decode = t < a.num_decode_tokens;
-  if (row.decode) {
-    row.window_in = a.decode_swa_indices + static_cast<int64_t>(t) * a.decode_swa_stride;
-    row.compressed_in = a.decode_width > 0
-                            ? a.decode_compressed + static_cast<int64_t>(t) * a.decode_compressed_stride
-                            : nullptr;
-    row.compressed_width = a.decode_width;
+DSV4_HD DSV4_INLINE RowStart start_row(const MixedSparseIndicesArgs& a, int32_t t) {
+  RowStart s{};
+  s.token = t;
+  s.out = a.sparse_indices + static_cast<int64_t>(t) * a.row_width;
+  s.request = load_input(a.token_to_req + t);
+  s.decode = t < a.num_decode_tokens;
+  if (s.decode) {
+    s.window_in = a.decode_swa_indices + static_cast<int64_t>(t) * a.decode_swa_stride;
+    s.compressed_in = a.decode_width > 0
+                          ? a.decode_compressed + static_cast<int64_t>(t) * a.decode_compressed_stride
+                          : nullptr;
+    s.compressed_width = a.decode_width;
+    s.compressed_vector_loads = a.decode_compressed_vector_loads;
   } else {
-    row.compressed_in =
+    s.compressed_in =
         a.prefill_width > 0
             ? a.prefill_topk + static_cast<int64_t>(t - a.num_decode_tokens) * a.prefill_topk_stride
             : nullptr;
-    row.compressed_width = a.prefill_width;
+    s.compressed_width = a.prefill_width;
+    s.compressed_vector_loads = a.prefill_topk_vector_loads;
   }
-  return row;
+  return s;
 }
 
-// The rest of the plan: the request's metadata and, for a prefill token, its position.
-DSV4_HD DSV4_INLINE void finish_row(const MixedSparseIndicesArgs& a, RowPlan& row) {
-  row.request_in_range = static_cast<uint32_t>(row.request) < static_cast<uint32_t>(a.num_requests);
-  if (row.request_in_range) {
-    row.swa_table = a.swa.row(row.request);
-    row.compressed_table = a.compressed.row(row.request);
+DSV4_HD DSV4_INLINE RowPlan plan_row(const MixedSparseIndicesArgs& a, const RowStart& s) {
+  RowPlan p{};
+  p.request_in_range = static_cast<uint32_t>(s.request) < static_cast<uint32_t>(a.num_requests);
+  if (!p.request_in_range) return p;
+  p.swa_table = a.swa.row(s.request);
+  p.compressed_table = a.compressed.row(s.request);
+  if (s.decode) {
+    p.translate_compressed = a.decode_local;
+    p.compressed_count = a.decode_width;
+    return p;
   }
-  if (row.decode) {
-    row.compressed_count = a.decode_width;
-    return;
-  }
-  if (!row.request_in_range) return;
+  p.translate_compressed = true;
   // pos(t) = seq_lens[r] - query length + offset in the request (SPEC §2).
-  const int32_t begin = load_input(a.query_start_loc + row.request);
-  const int32_t end = load_input(a.query_start_loc + row.request + 1);
-  const int32_t position = load_input(a.seq_lens + row.request) - (end - begin) + (row.token - begin);
-  row.swa_len = min_i32(position + 1, a.window);
-  row.swa_start = position - row.swa_len + 1;
-  row.topk_len = min_i32((position + 1) / a.ratio, a.topk);
-  row.compressed_count = min_i32(row.topk_len, a.prefill_width);
+  const int32_t begin = load_input(a.query_start_loc + s.request);
+  const int32_t end = load_input(a.query_start_loc + s.request + 1);
+  const int32_t position = load_input(a.seq_lens + s.request) - (end - begin) + (s.token - begin);
+  p.swa_len = min_i32(position + 1, a.window);
+  p.swa_start = position - p.swa_len + 1;
+  p.topk_len = min_i32((position + 1) / a.ratio, a.topk);
+  p.compressed_count = min_i32(p.topk_len, a.prefill_width);
+  return p;
 }
 
-DSV4_HD DSV4_INLINE RowPlan plan_row(const MixedSparseIndicesArgs& a, int32_t t) {
-  RowPlan row = begin_row(a, t);
-  finish_row(a, row);
-  return row;
-}
-
-// 4 x int32: one 16-byte access.
-struct Int32x4 {
-  int32_t v[4];
-};
-
-DSV4_HD DSV4_INLINE Int32x4 load_input4(const int32_t* p) {  // p 16-byte aligned
-#if defined(__CUDA_ARCH__)
-  const int4 q = __ldg(reinterpret_cast<const int4*>(p));
-  return Int32x4{{q.x, q.y, q.z, q.w}};
-#else
-  return Int32x4{{p[0], p[1], p[2], p[3]}};
-#endif
+// kLanes consecutive input columns from p; one 16-byte streaming load when `aligned`.
+template <int kLanes>
+DSV4_HD DSV4_INLINE void load_columns(const int32_t* p, bool aligned, int32_t (&v)[kLanes]) {
+  if constexpr (kLanes == 4) {
+    if (aligned) {
+      load_stream4(p, v);
+      return;
+    }
+  }
+  DSV4_UNROLL
+  for (int e = 0; e < kLanes; ++e) v[e] = load_input(p + e);
 }
 
 template <int kLanes>
-DSV4_HD DSV4_INLINE void store_output(int32_t* p, const int32_t (&v)[kLanes]) {
+DSV4_HD DSV4_INLINE void store_chunk(int32_t* p, const int32_t (&v)[kLanes]) {
 #if defined(__CUDA_ARCH__)
   if constexpr (kLanes == 4) {
     *reinterpret_cast<int4*>(p) = make_int4(v[0], v[1], v[2], v[3]);  // p 16-byte aligned
@@ -114,175 +122,139 @@ DSV4_HD DSV4_INLINE void store_output(int32_t* p, const int32_t (&v)[kLanes]) {
 #endif
 }
 
-// Loads kLanes consecutive input columns; 16 bytes at once when `aligned`.
+// What chunk k of the row reads from the inputs (needs start_row only): a decode row's window
+// columns; compressed input columns j < compressed_width (-1 past them). A prefill window
+// chunk reads nothing (its values come from positions).
 template <int kLanes>
-DSV4_HD DSV4_INLINE void load_chunk(const int32_t* p, bool aligned, int32_t (&v)[kLanes]) {
-  if constexpr (kLanes == 4) {
-    if (aligned) {
-      const Int32x4 q = load_input4(p);
-      v[0] = q.v[0];
-      v[1] = q.v[1];
-      v[2] = q.v[2];
-      v[3] = q.v[3];
-      return;
-    }
-  }
-  DSV4_UNROLL
-  for (int e = 0; e < kLanes; ++e) v[e] = load_input(p + e);
-}
-
-// The first compressed chunk that thread `rank` of a group owns (the window's chunks come
-// first: chunk k is compressed when k >= window_chunks).
-DSV4_HD DSV4_INLINE int32_t first_compressed_chunk(int32_t window_chunks, int32_t rank,
-                                                   int32_t group_threads) {
-  if (rank >= window_chunks) return rank;
-  return rank + (window_chunks - rank + group_threads - 1) / group_threads * group_threads;
-}
-
-// Loads, untranslated, the thread's kBatch compressed chunks k, k + group_threads, ... of the
-// row: input columns j < compressed_width (what the input holds, known from t alone, so this
-// can run before the row's plan is finished), -1 elsewhere. Needs begin_row() only.
-template <int kLanes, int kBatch>
-DSV4_HD DSV4_INLINE void load_compressed_batch(const MixedSparseIndicesArgs& a, const RowPlan& row,
-                                               int32_t k, int32_t group_threads,
-                                               int32_t (&v)[kBatch][kLanes]) {
-  const bool vector_loads =
-      row.decode ? a.decode_compressed_vector_loads : a.prefill_topk_vector_loads;
-  DSV4_UNROLL
-  for (int b = 0; b < kBatch; ++b) {
-    const int32_t j0 = (k + b * group_threads) * kLanes - a.window;
-    if (j0 + kLanes <= row.compressed_width) {
-      load_chunk<kLanes>(row.compressed_in + j0, vector_loads, v[b]);
-    } else {  // the input's tail, or past it (-1)
-      DSV4_UNROLL
-      for (int e = 0; e < kLanes; ++e) {
-        v[b][e] = j0 + e < row.compressed_width ? load_input(row.compressed_in + j0 + e) : -1;
-      }
-    }
-  }
-}
-
-// The columns of `row` that thread `rank` of a group of `group_threads` owns.
-// kDecode: a decode row (else prefill). kDecodeLocal: decode compressed indices are local (C4A)
-// and get translated; else they are global slots, copied. kVec4: 4-column chunks with 16-byte
-// stores (W % 4 == 0), else single columns. kBatch: compressed chunks per thread in flight;
-// `v` holds the thread's first batch, loaded by load_compressed_batch before the plan was
-// finished. Returns, for a local-form decode row, how many of the owned decode_compressed
-// values are >= 0 (the group sums them into the row's length).
-template <bool kDecode, bool kDecodeLocal, bool kVec4, int kBatch>
-DSV4_HD DSV4_INLINE int32_t build_row_part(const MixedSparseIndicesArgs& a, const RowPlan& row,
-                                           int32_t rank, int32_t group_threads,
-                                           int32_t (&v)[kBatch][kVec4 ? 4 : 1], int32_t* errors) {
-  constexpr int32_t kLanes = kVec4 ? 4 : 1;
-  const int32_t window_chunks = a.window / kLanes;
-  const int32_t chunks = a.row_width / kLanes;
-  int32_t picks = 0;
-  // Window columns c < W: decode copies its SWA row; prefill looks up positions start + c.
-  for (int32_t k = rank; k < window_chunks; k += group_threads) {
-    const int32_t c0 = k * kLanes;
-    int32_t w[kLanes];
-    if constexpr (kDecode) {
-      load_chunk<kLanes>(row.window_in + c0, a.decode_swa_vector_loads, w);
+DSV4_HD DSV4_INLINE void load_chunk_inputs(const MixedSparseIndicesArgs& a, const RowStart& s,
+                                           int32_t k, int32_t (&v)[kLanes]) {
+  const int32_t c0 = k * kLanes;
+  if (c0 < a.window) {  // with kLanes = 4, W % 4 == 0: a chunk is in one part
+    if (s.decode) {
+      load_columns<kLanes>(s.window_in + c0, a.decode_swa_vector_loads, v);
     } else {
       DSV4_UNROLL
-      for (int e = 0; e < kLanes; ++e) {
-        const int32_t c = c0 + e;
-        w[e] = c < row.swa_len ? a.swa.slot_in_row(row.swa_table, row.swa_start + c, errors) : -1;
-      }
+      for (int e = 0; e < kLanes; ++e) v[e] = -1;
     }
-    store_output<kLanes>(row.out + c0, w);
+    return;
   }
-  // Compressed columns W + j: v = input j (j < compressed_count) else -1; global decode slots
-  // are written as-is, local indices v >= 0 are translated through the compressed table.
-  // kBatch chunks per thread at a time: all their loads, then all their table lookups, then
-  // all their stores, so that kBatch x kLanes independent reads are in flight (the lookups
-  // depend on the loaded values; one chunk at a time would serialize two memory latencies).
-  const int32_t k_first = first_compressed_chunk(window_chunks, rank, group_threads);
-  for (int32_t k = k_first; k < chunks; k += group_threads * kBatch) {
-    if (k != k_first) load_compressed_batch<kLanes, kBatch>(a, row, k, group_threads, v);
+  const int32_t j0 = c0 - a.window;
+  if (j0 + kLanes <= s.compressed_width) {
+    load_columns<kLanes>(s.compressed_in + j0, s.compressed_vector_loads, v);
+    return;
+  }
+  DSV4_UNROLL
+  for (int e = 0; e < kLanes; ++e) {
+    v[e] = j0 + e < s.compressed_width ? load_input(s.compressed_in + j0 + e) : -1;
+  }
+}
+
+// Turns chunk k's loaded inputs `v` into its output values (SPEC §3). Window columns c < W:
+// decode copies its SWA row; prefill looks up positions swa_start + c. Compressed columns
+// W + j: input j if j < compressed_count, else -1; global decode slots are copied, local
+// indices >= 0 translated through the compressed table. *picks counts the translated inputs
+// >= 0 (a local-form decode row's length).
+template <bool kPowerOfTwo, int kLanes>
+DSV4_HD DSV4_INLINE void finish_chunk(const MixedSparseIndicesArgs& a, const RowStart& s,
+                                      const RowPlan& p, int32_t k, int32_t (&v)[kLanes],
+                                      int32_t* picks, int32_t* errors) {
+  const int32_t c0 = k * kLanes;
+  if (!p.request_in_range) {  // unreachable after validation; keeps a drifted copy memory-safe
     DSV4_UNROLL
-    for (int b = 0; b < kBatch; ++b) {
-      const int32_t j0 = (k + b * group_threads) * kLanes - a.window;
-      DSV4_UNROLL
-      for (int e = 0; e < kLanes; ++e) {
-        int32_t x = j0 + e < row.compressed_count ? v[b][e] : -1;  // past topk_len: -1
-        if constexpr (!kDecode || kDecodeLocal) {
-          if constexpr (kDecode) picks += x >= 0 ? 1 : 0;
-          x = x >= 0 ? a.compressed.slot_in_row(row.compressed_table, x, errors) : -1;
-        }
-        v[b][e] = x;
-      }
-    }
+    for (int e = 0; e < kLanes; ++e) v[e] = -1;
+    return;
+  }
+  if (c0 < a.window) {
+    if (s.decode) return;
     DSV4_UNROLL
-    for (int b = 0; b < kBatch; ++b) {
-      if (k + b * group_threads < chunks) {
-        store_output<kLanes>(row.out + (k + b * group_threads) * kLanes, v[b]);
-      }
+    for (int e = 0; e < kLanes; ++e) {
+      const int32_t c = c0 + e;
+      v[e] = a.swa.lookup<kPowerOfTwo>(p.swa_table, p.swa_start + c, c < p.swa_len, errors);
     }
+    return;
   }
-  return picks;
+  const int32_t j0 = c0 - a.window;
+  DSV4_UNROLL
+  for (int e = 0; e < kLanes; ++e) v[e] = j0 + e < p.compressed_count ? v[e] : -1;
+  if (!p.translate_compressed) return;  // global decode slots: copied
+  if (s.decode) {
+    DSV4_UNROLL
+    for (int e = 0; e < kLanes; ++e) *picks += v[e] >= 0 ? 1 : 0;
+  }
+  DSV4_UNROLL
+  for (int e = 0; e < kLanes; ++e) {
+    v[e] = a.compressed.lookup<kPowerOfTwo>(p.compressed_table, v[e], v[e] >= 0, errors);
+  }
 }
 
-// Thread `rank`'s share of row `row` (see build_row_part), any row kind.
-template <bool kDecodeLocal, bool kVec4, int kBatch>
-DSV4_HD DSV4_INLINE int32_t build_row_columns(const MixedSparseIndicesArgs& a, const RowPlan& row,
-                                              int32_t rank, int32_t group_threads,
-                                              int32_t (&v)[kBatch][kVec4 ? 4 : 1],
-                                              int32_t* errors) {
-  if (!row.request_in_range) {
-    // Unreachable after validate_step_structure; keeps a drifted device copy memory-safe.
-    for (int32_t c = rank; c < a.row_width; c += group_threads) row.out[c] = -1;
-    if (rank == 0) ++*errors;
-    return 0;
-  }
-  if (row.decode) {
-    return build_row_part<true, kDecodeLocal, kVec4, kBatch>(a, row, rank, group_threads, v, errors);
-  }
-  return build_row_part<false, kDecodeLocal, kVec4, kBatch>(a, row, rank, group_threads, v, errors);
-}
-
-// Thread `rank`'s share of token t's row, in the order that keeps memory latencies overlapped:
-// begin the plan (token_to_req load in flight), load the thread's first compressed batch (it
-// needs t only), finish the plan (first use of the request), then build the columns.
-struct RowShare {
-  RowPlan row;
-  int32_t picks;  // local-form decode row: the thread's decode_compressed values >= 0
-};
-template <bool kDecodeLocal, bool kVec4, int kBatch = 1>
-DSV4_HD DSV4_INLINE RowShare build_row_share(const MixedSparseIndicesArgs& a, int32_t t,
-                                             int32_t rank, int32_t group_threads,
-                                             int32_t* errors) {
-  constexpr int32_t kLanes = kVec4 ? 4 : 1;
-  RowShare share{begin_row(a, t), 0};
-  int32_t v[kBatch][kLanes];
-  load_compressed_batch<kLanes, kBatch>(
-      a, share.row, first_compressed_chunk(a.window / kLanes, rank, group_threads), group_threads, v);
-  finish_row(a, share.row);
-  share.picks = build_row_columns<kDecodeLocal, kVec4, kBatch>(a, share.row, rank, group_threads, v,
-                                                               errors);
-  return share;
-}
-
-// sparse_lens[t] (SPEC §3); `picks` = the row's decode_compressed values >= 0 (local form).
-DSV4_HD DSV4_INLINE int32_t row_length(const MixedSparseIndicesArgs& a, const RowPlan& row,
-                                       int32_t picks) {
-  if (!row.request_in_range) return 0;
-  if (!row.decode) return a.window + row.topk_len;
+// sparse_lens[t] (SPEC §3); `picks` = the row's translated compressed inputs >= 0.
+DSV4_HD DSV4_INLINE int32_t row_length(const MixedSparseIndicesArgs& a, const RowStart& s,
+                                       const RowPlan& p, int32_t picks) {
+  if (!p.request_in_range) return 0;
+  if (!s.decode) return a.window + p.topk_len;
   if (a.decode_width == 0) return a.window;
   if (!a.decode_local) {
     return a.window + (a.decode_compressed_lens != nullptr
-                           ? load_input(a.decode_compressed_lens + row.token)
+                           ? load_input(a.decode_compressed_lens + s.token)
                            : a.decode_width);
   }
-  const bool valid = a.decode_valid == nullptr || a.decode_valid[row.token] != 0;
+  const bool valid = a.decode_valid == nullptr || a.decode_valid[s.token] != 0;
   return a.window + (valid ? picks : 0);
 }
 
-// A whole row by one thread (the host backend). Returns nothing; errors accumulate.
-template <bool kDecodeLocal, bool kVec4>
+// Thread `rank`'s share of token t's row: its chunks, in passes of kChunks, the first pass's
+// loads issued before the plan. picks: the thread's part of the row's length (local decode).
+struct RowShare {
+  RowStart start;
+  RowPlan plan;
+  int32_t picks;
+};
+template <bool kPowerOfTwo, bool kVec4, int kChunks>
+DSV4_HD DSV4_INLINE RowShare build_row_share(const MixedSparseIndicesArgs& a, int32_t t, int32_t rank,
+                                             int32_t group_threads, int32_t* errors) {
+  constexpr int32_t kLanes = kVec4 ? 4 : 1;
+  const int32_t chunks = a.row_width / kLanes;
+  RowShare share{start_row(a, t), RowPlan{}, 0};
+  int32_t v[kChunks][kLanes] = {};  // (read only where loaded; initialized for the compilers)
+  DSV4_UNROLL
+  for (int b = 0; b < kChunks; ++b) {
+    const int32_t k = rank + b * group_threads;
+    if (k < chunks) load_chunk_inputs<kLanes>(a, share.start, k, v[b]);
+  }
+  share.plan = plan_row(a, share.start);
+  for (int32_t first = rank;;) {
+    DSV4_UNROLL
+    for (int b = 0; b < kChunks; ++b) {
+      const int32_t k = first + b * group_threads;
+      if (k < chunks) {
+        finish_chunk<kPowerOfTwo, kLanes>(a, share.start, share.plan, k, v[b], &share.picks, errors);
+        store_chunk<kLanes>(share.start.out + k * kLanes, v[b]);
+      }
+    }
+    first += kChunks * group_threads;
+    if (first >= chunks) break;
+    DSV4_UNROLL
+    for (int b = 0; b < kChunks; ++b) {
+      const int32_t k = first + b * group_threads;
+      if (k < chunks) load_chunk_inputs<kLanes>(a, share.start, k, v[b]);
+    }
+  }
+  return share;
+}
+
+// The row's length and its one error for an out-of-range request: by the group's rank 0 once
+// the group's picks are summed.
+DSV4_HD DSV4_INLINE void finish_row(const MixedSparseIndicesArgs& a, const RowShare& share,
+                                    int32_t picks, int32_t* errors) {
+  a.sparse_lens[share.start.token] = row_length(a, share.start, share.plan, picks);
+  if (!share.plan.request_in_range) ++*errors;
+}
+
+// A whole row by one thread (the host backend).
+template <bool kPowerOfTwo, bool kVec4>
 DSV4_HD DSV4_INLINE void build_row(const MixedSparseIndicesArgs& a, int32_t t, int32_t* errors) {
-  const RowShare share = build_row_share<kDecodeLocal, kVec4>(a, t, 0, 1, errors);
-  a.sparse_lens[t] = row_length(a, share.row, share.picks);
+  const RowShare share = build_row_share<kPowerOfTwo, kVec4, 1>(a, t, 0, 1, errors);
+  finish_row(a, share, share.picks, errors);
 }
 
 }  // namespace dsv4::opt

@@ -29,10 +29,11 @@ struct PinnedDeleter {
 
 class CudaBuilder final : public MixedSparseIndicesBuilder {
  public:
-  CudaBuilder(cudaStream_t stream, size_t workspace_bytes)
+  CudaBuilder(cudaStream_t stream, size_t workspace_bytes, LaunchShape forced_shape)
       : stream_(stream), arena_(ArenaMemory{&device_allocate, &device_release}, workspace_bytes) {
     DSV4_CUDA_CHECK(cudaGetDevice(&device_));
     check_kernel_status(prepare_mixed_sparse_indices_launch(device_, &launch_config_));
+    launch_config_.forced = forced_shape;
     device_errors_.reset(static_cast<unsigned long long*>(device_allocate(sizeof(unsigned long long))));
     void* pinned = nullptr;
     DSV4_CUDA_CHECK(cudaMallocHost(&pinned, sizeof(unsigned long long)));
@@ -94,7 +95,12 @@ std::unique_ptr<MixedSparseIndicesBuilder> make_cuda_builder(void* stream) {
 }
 
 std::unique_ptr<MixedSparseIndicesBuilder> make_cuda_builder(void* stream, size_t workspace_bytes) {
-  return std::make_unique<CudaBuilder>(static_cast<cudaStream_t>(stream), workspace_bytes);
+  return make_cuda_builder(stream, workspace_bytes, LaunchShape{});
+}
+
+std::unique_ptr<MixedSparseIndicesBuilder> make_cuda_builder(void* stream, size_t workspace_bytes,
+                                                             LaunchShape forced_shape) {
+  return std::make_unique<CudaBuilder>(static_cast<cudaStream_t>(stream), workspace_bytes, forced_shape);
 }
 
 }  // namespace dsv4::opt

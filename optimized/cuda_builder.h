@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 
+#include "kernels/mixed_sparse_indices_policy.h"
 #include "optimized/builder.h"
 
 namespace dsv4::opt {
@@ -15,5 +16,10 @@ std::unique_ptr<MixedSparseIndicesBuilder> make_cuda_builder(void* stream = null
 // `workspace_bytes` in one chunk (default 64 MiB), so that steps whose outputs fit never call
 // cudaMalloc, not even the first. The builder uses the device current at construction.
 std::unique_ptr<MixedSparseIndicesBuilder> make_cuda_builder(void* stream, size_t workspace_bytes);
+// As above, every launch taking `forced_shape` instead of the policy's choice (tests of every
+// kernel variant; the launch-shape sweep of kernel_bench). An invalid shape (group threads not
+// a power of two in [8, 256]) means the policy's.
+std::unique_ptr<MixedSparseIndicesBuilder> make_cuda_builder(void* stream, size_t workspace_bytes,
+                                                             LaunchShape forced_shape);
 
 }  // namespace dsv4::opt

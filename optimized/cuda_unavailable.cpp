@@ -25,6 +25,12 @@ std::unique_ptr<MixedSparseIndicesBuilder> make_cuda_builder(void* /*stream*/,
   no_cuda("make_cuda_builder");
 }
 
+std::unique_ptr<MixedSparseIndicesBuilder> make_cuda_builder(void* /*stream*/,
+                                                             size_t /*workspace_bytes*/,
+                                                             LaunchShape /*forced_shape*/) {
+  no_cuda("make_cuda_builder");
+}
+
 void require_device_memory() { no_cuda("CUDA backend memory"); }
 void* device_allocate(size_t /*bytes*/) { no_cuda("device_allocate"); }
 void device_release(void* /*p*/) noexcept {}

@@ -12,12 +12,12 @@
 namespace dsv4::opt {
 namespace {
 
-template <bool kDecodeLocal, bool kVec4>
+template <bool kPowerOfTwo, bool kVec4>
 int64_t build_rows(const MixedSparseIndicesArgs& args) {
   int64_t errors = 0;
   for (int32_t t = 0; t < args.num_tokens; ++t) {
     int32_t row_errors = 0;
-    build_row<kDecodeLocal, kVec4>(args, t, &row_errors);
+    build_row<kPowerOfTwo, kVec4>(args, t, &row_errors);
     errors += row_errors;
   }
   return errors;
@@ -35,7 +35,7 @@ class HostBuilder final : public MixedSparseIndicesBuilder {
     if (out.num_tokens == 0) return out;
     const MixedSparseIndicesArgs args =
         make_mixed_sparse_indices_args(request, out.sparse_indices, out.sparse_lens, nullptr);
-    if (args.decode_local) {
+    if (args.power_of_two_blocks) {
       content_errors_ += args.vector_stores ? build_rows<true, true>(args) : build_rows<true, false>(args);
     } else {
       content_errors_ += args.vector_stores ? build_rows<false, true>(args) : build_rows<false, false>(args);

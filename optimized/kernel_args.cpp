@@ -49,6 +49,7 @@ MixedSparseIndicesArgs make_mixed_sparse_indices_args(const BuildRequest& r,
   a.token_to_req = r.token_to_req;
   a.swa = table_view(r.swa);
   a.compressed = has_compressed_cache(r) ? table_view(r.compressed) : a.swa;
+  a.power_of_two_blocks = a.swa.power_of_two && a.compressed.power_of_two;
 
   a.sparse_indices = sparse_indices;
   a.sparse_lens = sparse_lens;

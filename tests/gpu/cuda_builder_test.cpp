@@ -1,6 +1,7 @@
 // The CUDA backend against the reference, element for element (indices, lens, content-error
-// counts): hand cases, corrupted inputs, seeded random builds on every kernel variant (warp or
-// CTA per row, vector or scalar path, global or local decode form). Every output element must be
+// counts): hand cases, corrupted inputs, seeded random builds on every kernel variant (every
+// launch shape, vector or scalar path, power-of-two or general block sizes, global or local
+// decode form). Every output element must be
 // written: the output memory is poisoned and rebuilt in place. Skips visibly without a device.
 #include <gtest/gtest.h>
 
@@ -68,7 +69,7 @@ TEST_F(CudaBuilderTest, RandomBuildsDenseAligned) { random_builds(1000, 150, {},
 TEST_F(CudaBuilderTest, RandomBuildsPaddedRowStrides) { random_builds(2000, 60, {}, {1, 0}); }
 TEST_F(CudaBuilderTest, RandomBuildsMisaligned) { random_builds(3000, 60, {}, {3, 1}); }
 
-// Rows wider than 2048 columns: a CTA per row, each of its 256 threads owning several chunks.
+// Rows wider than a CTA's one pass: each of its 256 threads handles several passes.
 TEST_F(CudaBuilderTest, WideRowsTakeACtaPerRow) {
   testing::RandomShape wide;
   wide.max_topk = 3000;
@@ -79,31 +80,33 @@ TEST_F(CudaBuilderTest, WideRowsTakeACtaPerRow) {
   random_builds(4100, 8, wide, {0, 1});
 }
 
-// More rows than 2 per SM: half a warp per narrow row (<= 256 columns), a warp per wider row,
-// grid-stride beyond the grid cap. Both mappings must be exercised.
-TEST_F(CudaBuilderTest, ManyRowsTakeAHalfWarpOrAWarpPerRow) {
+// Every compiled launch shape (threads per row x chunks per pass), forced, on steps with many
+// rows (several rows per CTA, partial last CTA), wide rows (several passes) and small ones.
+TEST_F(CudaBuilderTest, EveryLaunchShapeMatchesTheReference) {
   testing::RandomShape many;
-  many.max_requests = 200;
-  many.max_decode_query = 3;
+  many.max_requests = 40;
   many.max_prefill_query = 40;
   many.max_topk = 600;
-  int built[kRowMappings] = {};
-  for (uint64_t seed = 5000; seed < 5064 && (built[0] < 4 || built[1] < 4); ++seed) {
-    std::mt19937_64 rng(seed);
-    ref::BuilderInputs in = testing::random_builder_inputs(rng, many);
-    const auto rows = static_cast<int32_t>(in.token_to_req.size());
-    if (rows <= 2 * sm_count_) continue;  // the CTA mapping is covered elsewhere
-    const ref::BuilderOutput expected = ref::build_mixed_sparse_indices(in);
-    const auto width = static_cast<int32_t>(expected.sparse_indices.cols());
-    const int32_t chunks = in.window % 4 == 0 ? width / 4 : width;
-    const RowMapping mapping = choose_row_mapping(rows, chunks, sm_count_);
-    if (mapping == RowMapping::kCtaPerRow) continue;  // wide scalar rows: covered elsewhere
-    ASSERT_TRUE(testing::build_matches_reference(*builder_, in)) << "seed " << seed << ": "
-                                                                 << testing::describe(in);
-    ++built[static_cast<int>(mapping)];
+  testing::RandomShape wide;
+  wide.max_topk = 3000;
+  wide.max_requests = 3;
+  wide.max_context = 20000;
+  int shapes = 0;
+  for (int32_t group = MixedSparseIndicesPolicy::kMinGroupThreads; group <= MixedSparseIndicesPolicy::kCtaThreads;
+       group *= 2) {
+    for (int32_t chunks : MixedSparseIndicesPolicy::kChunkChoices) {
+      builder_ = make_cuda_builder(stream_, size_t{1} << 20, LaunchShape{group, chunks});
+      const uint64_t base = 7000 + 100 * static_cast<uint64_t>(shapes++);
+      for (uint64_t i = 0; i < 12; ++i) {
+        std::mt19937_64 rng(base + i);
+        const ref::BuilderInputs in = testing::random_builder_inputs(rng, i % 3 == 2 ? wide : many);
+        ASSERT_TRUE(testing::build_matches_reference(*builder_, in, i % 4 == 3 ? testing::StagingOptions{1, 0}
+                                                                               : testing::StagingOptions{}))
+            << "shape " << group << "x" << chunks << " seed " << base + i << ": " << testing::describe(in);
+      }
+    }
   }
-  EXPECT_GT(built[static_cast<int>(RowMapping::kHalfWarpPerRow)], 0) << "no step took half warps";
-  EXPECT_GT(built[static_cast<int>(RowMapping::kWarpPerRow)], 0) << "no step took whole warps";
+  EXPECT_EQ(shapes, 6 * 3);
 }
 
 TEST_F(CudaBuilderTest, ErrorsAccumulateUntilTakenThenReset) {

@@ -75,64 +75,106 @@ TEST(BlockTableView, SlotMatchesWideArithmeticAtTheInt32Edge) {
   }
 }
 
-TEST(RowMappingPolicy, WarpsForNarrowRowsCtasForWideRowsAndSmallSteps) {
-  using P = MixedSparseIndicesPolicy;
-  const int32_t sms = 132;
-  // 8192 SWA-only rows (128 columns) or C128A rows at short context (128 + 128): half a warp
-  // per row, so that every row's dependent loads are in flight at once.
-  EXPECT_EQ(choose_row_mapping(8192, 128 / 4, sms), RowMapping::kHalfWarpPerRow);
-  EXPECT_EQ(choose_row_mapping(8192, P::kMaxHalfWarpRowChunks, sms), RowMapping::kHalfWarpPerRow);
-  EXPECT_EQ(choose_row_mapping(8192, P::kMaxHalfWarpRowChunks + 1, sms), RowMapping::kWarpPerRow);
-  EXPECT_EQ(grid_ctas(RowMapping::kHalfWarpPerRow, 8192, sms), 512);
-  // 8192 prefill rows of 128 + 1024 columns: a warp per row.
-  EXPECT_EQ(choose_row_mapping(8192, (128 + 1024) / 4, sms), RowMapping::kWarpPerRow);
-  // C128A at 1M context: 128 + 8192 columns -> a CTA per row.
-  EXPECT_EQ(choose_row_mapping(8192, (128 + 8192) / 4, sms), RowMapping::kCtaPerRow);
-  EXPECT_EQ(choose_row_mapping(8192, P::kMaxWarpRowChunks, sms), RowMapping::kWarpPerRow);
-  EXPECT_EQ(choose_row_mapping(8192, P::kMaxWarpRowChunks + 1, sms), RowMapping::kCtaPerRow);
-  // A 64-token decode step: a CTA per row spreads it over 64 SMs.
-  EXPECT_EQ(choose_row_mapping(64, (128 + 512) / 4, sms), RowMapping::kCtaPerRow);
-  EXPECT_EQ(choose_row_mapping(sms * 2, 160, sms), RowMapping::kCtaPerRow);
-  EXPECT_EQ(choose_row_mapping(sms * 2 + 1, 160, sms), RowMapping::kWarpPerRow);
-  // Grid: one CTA per 8 rows (warps) or per row, capped at 8 CTAs per SM (grid-stride beyond).
-  EXPECT_EQ(grid_ctas(RowMapping::kWarpPerRow, 8192, sms), 1024);
-  EXPECT_EQ(grid_ctas(RowMapping::kWarpPerRow, 8193, sms), 1025);
-  EXPECT_EQ(grid_ctas(RowMapping::kWarpPerRow, 100000, sms), sms * P::kMaxCtasPerSm);
-  EXPECT_EQ(grid_ctas(RowMapping::kCtaPerRow, 64, sms), 64);
-  EXPECT_EQ(grid_ctas(RowMapping::kCtaPerRow, 8192, sms), sms * P::kMaxCtasPerSm);
-  EXPECT_EQ(grid_ctas(RowMapping::kWarpPerRow, 1, sms), 1);
-  // One wave: never more CTAs per SM than are resident (40 registers x 256 threads -> 6).
-  EXPECT_EQ(grid_ctas(RowMapping::kWarpPerRow, 100000, sms, 6), sms * 6);
-  EXPECT_EQ(grid_ctas(RowMapping::kCtaPerRow, 100000, sms, 12), sms * P::kMaxCtasPerSm);
-  EXPECT_EQ(grid_ctas(RowMapping::kCtaPerRow, 100000, sms, 0), sms);
+// The power-of-two path of BlockTableView::lookup against plain 64-bit arithmetic, over the
+// same edge ids: its one compare must be exact, not only safe.
+TEST(BlockTableView, PowerOfTwoLookupMatchesWideArithmetic) {
+  for (int32_t B : {1, 2, 4, 64, 256, 1 << 20}) {
+    const int64_t max_safe = (int64_t{INT32_MAX} - (B - 1)) / B;
+    std::vector<int32_t> ids = {0, 1, -1, INT32_MIN, INT32_MAX, static_cast<int32_t>(INT32_MAX / B)};
+    for (int64_t d = -2; d <= 3; ++d) ids.push_back(static_cast<int32_t>(max_safe + d));
+    const BlockTableView view = BlockTableView::make(ids.data(), 1, static_cast<int32_t>(ids.size()), B);
+    ASSERT_TRUE(view.power_of_two);
+    for (int32_t block = 0; block <= static_cast<int32_t>(ids.size()); ++block) {
+      for (int32_t offset : {0, 1, B / 2, B - 1}) {
+        if (offset >= B || int64_t{block} * B + offset > INT32_MAX) continue;
+        const int32_t i = block * B + offset;
+        int64_t want = -1;
+        if (block < static_cast<int32_t>(ids.size()) && ids[static_cast<size_t>(block)] >= 0) {
+          want = int64_t{ids[static_cast<size_t>(block)]} * B + offset;
+          if (want > INT32_MAX) want = -1;
+        }
+        for (bool wanted : {true, false}) {
+          int32_t errors = 0;
+          const int32_t got = view.lookup<true>(view.row(0), i, wanted, &errors);
+          ASSERT_EQ(got, wanted ? want : -1) << "B " << B << " block " << block << " offset " << offset;
+          ASSERT_EQ(errors, wanted && want < 0 ? 1 : 0) << "B " << B << " block " << block;
+        }
+      }
+    }
+  }
+  EXPECT_FALSE(BlockTableView::make(nullptr, 0, 0, 3).power_of_two);
+  EXPECT_FALSE(BlockTableView::make(nullptr, 0, 0, 100).power_of_two);
 }
 
-enum class Path { kAsChosen, kScalar, kVectorStoresScalarLoads };
+TEST(LaunchShapePolicy, GroupsCoverARowInOnePassAndSmallStepsSpread) {
+  using P = MixedSparseIndicesPolicy;
+  const int32_t sms = 132;
+  const int32_t c = P::kDefaultChunks;
+  // The smallest power-of-two group whose one pass covers the row's 16-byte chunks.
+  EXPECT_EQ(choose_launch_shape(8192, 32, sms), (LaunchShape{32 / c, c}));                  // SWA-only
+  EXPECT_EQ(choose_launch_shape(8192, 160, sms), (LaunchShape{256 / c, c}));                // C4A 512
+  EXPECT_EQ(choose_launch_shape(8192, 288, sms), (LaunchShape{512 / c, c}));                // C4A 1024
+  EXPECT_EQ(choose_launch_shape(8192, (128 + 8192) / 4, sms), (LaunchShape{P::kCtaThreads, c}));
+  EXPECT_EQ(choose_launch_shape(8192, 1, sms).group_threads, P::kMinGroupThreads);
+  EXPECT_EQ(choose_launch_shape(8192, 8 * P::kMinGroupThreads + 1, sms, 8).group_threads,
+            2 * P::kMinGroupThreads);
+  // A small step (<= 2 rows per SM) takes wider groups: more CTAs, more SMs.
+  EXPECT_EQ(choose_launch_shape(64, 32, sms).group_threads, P::kSmallStepGroupThreads);
+  EXPECT_EQ(choose_launch_shape(sms * 2, 32, sms).group_threads, P::kSmallStepGroupThreads);
+  EXPECT_EQ(choose_launch_shape(sms * 2 + 1, 32, sms).group_threads, 32 / c);
+  EXPECT_EQ(choose_launch_shape(64, 2080, sms).group_threads, P::kCtaThreads);
+  // Grid: every row at once, one CTA per kCtaThreads / group rows.
+  EXPECT_EQ(grid_ctas(LaunchShape{8, 4}, 8192), 8192 / 32);
+  EXPECT_EQ(grid_ctas(LaunchShape{8, 4}, 8193), 8192 / 32 + 1);
+  EXPECT_EQ(grid_ctas(LaunchShape{64, 4}, 8192), 8192 / 4);
+  EXPECT_EQ(grid_ctas(LaunchShape{256, 4}, 1), 1);
+  EXPECT_EQ(grid_ctas(LaunchShape{256, 4}, 0), 0);
+  EXPECT_EQ(grid_ctas(LaunchShape{8, 4}, INT32_MAX), (int64_t{INT32_MAX} + 31) / 32);
+  EXPECT_TRUE(valid_group_threads(8));
+  EXPECT_TRUE(valid_group_threads(256));
+  EXPECT_FALSE(valid_group_threads(0));
+  EXPECT_FALSE(valid_group_threads(4));
+  EXPECT_FALSE(valid_group_threads(48));
+  EXPECT_FALSE(valid_group_threads(512));
+}
 
-// Every row as a group of `group_threads` ranks would build it on the GPU (with the kernels'
-// compressed batch), or the host backend (a group of one, batch 1).
-template <bool kLocal, bool kVec4>
+enum class Path { kAsChosen, kScalar, kVectorStoresScalarLoads, kGeneralBlockMath };
+
+// Every row as a group of `group_threads` ranks would build it on the GPU, kChunks chunks per
+// pass (picks summed over the group, rank 0's plan writing the length), or as the host
+// backend does (a group of one, one chunk).
+template <bool kPowerOfTwo, bool kVec4, int kChunks>
 int64_t build_as_groups(const MixedSparseIndicesArgs& a, int32_t group_threads) {
   int64_t errors = 0;
   for (int32_t t = 0; t < a.num_tokens; ++t) {
-    const RowPlan row = plan_row(a, t);
     int32_t picks = 0;
     int32_t row_errors = 0;
+    RowShare first{};
     for (int32_t rank = 0; rank < group_threads; ++rank) {
-      picks += group_threads == 1
-                   ? build_row_share<kLocal, kVec4, 1>(a, t, rank, group_threads, &row_errors).picks
-                   : build_row_share<kLocal, kVec4, MixedSparseIndicesPolicy::kCompressedBatch>(
-                         a, t, rank, group_threads, &row_errors)
-                         .picks;
+      const RowShare share =
+          build_row_share<kPowerOfTwo, kVec4, kChunks>(a, t, rank, group_threads, &row_errors);
+      if (rank == 0) first = share;
+      picks += share.picks;
     }
-    a.sparse_lens[t] = row_length(a, row, picks);
+    finish_row(a, first, picks, &row_errors);
     errors += row_errors;
   }
   return errors;
 }
 
+template <bool kPowerOfTwo, bool kVec4>
+int64_t build_as_groups(const MixedSparseIndicesArgs& a, int32_t group_threads, int32_t chunks) {
+  switch (chunks) {
+    case 1: return build_as_groups<kPowerOfTwo, kVec4, 1>(a, group_threads);
+    case 2: return build_as_groups<kPowerOfTwo, kVec4, 2>(a, group_threads);
+    case 4: return build_as_groups<kPowerOfTwo, kVec4, 4>(a, group_threads);
+    default: return build_as_groups<kPowerOfTwo, kVec4, 8>(a, group_threads);
+  }
+}
+
 ::testing::AssertionResult groups_match_reference(const ref::BuilderInputs& in, int32_t group_threads,
-                                                  Path path, testing::StagingOptions options) {
+                                                  int32_t chunks, Path path,
+                                                  testing::StagingOptions options) {
   const ref::BuilderOutput expected = ref::build_mixed_sparse_indices(in);
   testing::StagedRequest staged(Backend::kHost, in, options);
   const int32_t T = staged.request().num_tokens;
@@ -147,17 +189,24 @@ int64_t build_as_groups(const MixedSparseIndicesArgs& a, int32_t group_threads) 
   if (a.vector_stores != (in.window % 4 == 0)) {
     return ::testing::AssertionFailure() << "vector_stores " << a.vector_stores << " for W = " << in.window;
   }
+  const auto pow2 = [](int32_t b) { return b > 0 && (b & (b - 1)) == 0; };
+  const bool want_pow2 =
+      pow2(in.swa.block_size) && (!in.compressed.has_value() || pow2(in.compressed->block_size));
+  if (a.power_of_two_blocks != want_pow2) {
+    return ::testing::AssertionFailure() << "power_of_two_blocks " << a.power_of_two_blocks;
+  }
   if (path == Path::kScalar) a.vector_stores = false;
-  if (path != Path::kAsChosen) {
+  if (path == Path::kScalar || path == Path::kVectorStoresScalarLoads) {
     a.decode_swa_vector_loads = a.decode_compressed_vector_loads = a.prefill_topk_vector_loads = false;
   }
+  if (path == Path::kGeneralBlockMath) a.power_of_two_blocks = false;  // the divider is exact too
   int64_t errors = 0;
-  if (a.decode_local) {
-    errors = a.vector_stores ? build_as_groups<true, true>(a, group_threads)
-                             : build_as_groups<true, false>(a, group_threads);
+  if (a.power_of_two_blocks) {
+    errors = a.vector_stores ? build_as_groups<true, true>(a, group_threads, chunks)
+                             : build_as_groups<true, false>(a, group_threads, chunks);
   } else {
-    errors = a.vector_stores ? build_as_groups<false, true>(a, group_threads)
-                             : build_as_groups<false, false>(a, group_threads);
+    errors = a.vector_stores ? build_as_groups<false, true>(a, group_threads, chunks)
+                             : build_as_groups<false, false>(a, group_threads, chunks);
   }
   harness::HostIndices actual;
   actual.sparse_indices = Eigen::Map<const ref::IndexMatrix>(indices, T, width);
@@ -167,23 +216,27 @@ int64_t build_as_groups(const MixedSparseIndicesArgs& a, int32_t group_threads) 
   return testing::same_output(expected, actual, errors, static_cast<int32_t>(in.decode_swa_indices.rows()));
 }
 
-TEST(RowLogicAsGpuGroups, RandomBuildsOnEveryPathAndGroupSize) {
+TEST(RowLogicAsGpuGroups, RandomBuildsOnEveryPathGroupAndChunkCount) {
   const testing::StagingOptions stagings[] = {{0, 0}, {1, 0}, {4, 0}, {0, 1}};
   for (uint64_t seed = 0; seed < 150; ++seed) {
     std::mt19937_64 rng(50000 + seed);
     const ref::BuilderInputs in = testing::random_builder_inputs(rng);
-    for (int32_t group : {1, 16, 32, 256}) {
-      for (Path path : {Path::kAsChosen, Path::kScalar, Path::kVectorStoresScalarLoads}) {
-        const testing::StagingOptions staging = stagings[seed % 4];
-        ASSERT_TRUE(groups_match_reference(in, group, path, staging))
-            << "seed " << 50000 + seed << " group " << group << " path " << static_cast<int>(path)
-            << ": " << testing::describe(in);
+    const testing::StagingOptions staging = stagings[seed % 4];
+    for (int32_t group : {1, 8, 16, 32, 64, 256}) {
+      for (int32_t chunks : {1, 2, 4, 8}) {
+        if ((seed + static_cast<uint64_t>(group) + static_cast<uint64_t>(chunks)) % 3 != 0) continue;
+        for (Path path : {Path::kAsChosen, Path::kScalar, Path::kVectorStoresScalarLoads,
+                          Path::kGeneralBlockMath}) {
+          ASSERT_TRUE(groups_match_reference(in, group, chunks, path, staging))
+              << "seed " << 50000 + seed << " group " << group << " chunks " << chunks << " path "
+              << static_cast<int>(path) << ": " << testing::describe(in);
+        }
       }
     }
   }
 }
 
-// Wide rows (a CTA's 256 ranks each own several chunks) and the tiny batch.
+// Wide rows (a group's ranks each own chunks in several passes) and the tiny batch.
 TEST(RowLogicAsGpuGroups, WideRowsAndTinyBatch) {
   testing::RandomShape wide;
   wide.max_topk = 1500;
@@ -192,12 +245,19 @@ TEST(RowLogicAsGpuGroups, WideRowsAndTinyBatch) {
   for (uint64_t seed = 0; seed < 12; ++seed) {
     std::mt19937_64 rng(60000 + seed);
     const ref::BuilderInputs in = testing::random_builder_inputs(rng, wide);
-    for (int32_t group : {16, 32, 256}) {
-      ASSERT_TRUE(groups_match_reference(in, group, Path::kAsChosen, {})) << testing::describe(in);
+    for (int32_t group : {8, 32, 256}) {
+      for (int32_t chunks : {2, 8}) {
+        ASSERT_TRUE(groups_match_reference(in, group, chunks, Path::kAsChosen, {})) << testing::describe(in);
+      }
     }
   }
   for (const ref::BuilderInputs& in : {testing::tiny_swa_only(), testing::tiny_c128a(), testing::tiny_c4a()}) {
-    for (int32_t group : {1, 16, 32, 256}) EXPECT_TRUE(groups_match_reference(in, group, Path::kAsChosen, {}));
+    for (int32_t group : {1, 8, 16, 32, 64, 256}) {
+      for (int32_t chunks : {1, 2, 4, 8}) {
+        EXPECT_TRUE(groups_match_reference(in, group, chunks, Path::kAsChosen, {}));
+        EXPECT_TRUE(groups_match_reference(in, group, chunks, Path::kGeneralBlockMath, {}));
+      }
+    }
   }
 }
 
