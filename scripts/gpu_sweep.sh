@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Kernel tuning run on a CUDA machine: builds gpu_tests + kernel_bench (sm_90), runs the GPU
+# tests, then kernel_bench --shape_sweep over the issue-8 target cases (every compiled launch
+# shape, each checked against the reference first) plus the launch floors, and an Nsight
+# Compute profile of the policy's kernel on C4A prefill 8K. Logs and JSON go to OUTDIR.
+#   DEPS=.deps/root scripts/gpu_sweep.sh OUTDIR
+set -uo pipefail
+out=${1:?usage: gpu_sweep.sh OUTDIR}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+cd "$(dirname "$0")/.."
+extra=()
+if [ -n "${DEPS:-}" ]; then
+  deps=$(cd "$DEPS" && pwd)
+  extra=(-DCMAKE_PREFIX_PATH="$deps/usr" -Drapidcheck_DIR="$deps/usr/lib/x86_64-linux-gnu/cmake/rapidcheck"
+         -Dnlohmann_json_DIR="$deps/usr/share/cmake/nlohmann_json")
+fi
+{ nvidia-smi; nvcc --version; } > "$out/env.txt" 2>&1
+BUILD_DIR=build-sweep ./scripts/build.sh -DDSV4_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 "${extra[@]}" \
+  --target gpu_tests kernel_bench > "$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
+echo "== build ok"
+timeout 300 ./build-sweep/tests/gpu_tests > "$out/gpu_tests.log" 2>&1
+echo "== gpu_tests rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$out/gpu_tests.log" | tr '\n' ' ')"
+grep -E '^\[  FAILED' "$out/gpu_tests.log" | head -5
+timeout 240 ./build-sweep/bench/kernel_bench --backends=cuda --shape_sweep \
+  --benchmark_filter='cuda/(shape|launch_floor|copy_bw|kernel/(flash/(SWA-only|C4A|C128A)|pro/C4A)/(prefill8K|prefill8K_ctx120K|decode64_ctx8K)/)' \
+  --benchmark_out="$out/sweep.json" --benchmark_out_format=json > "$out/sweep.txt" 2>&1
+echo "== sweep rc=$?"
+grep -E "ERROR|error" "$out/sweep.txt" | head -5
+timeout 150 ncu --clock-control none -k regex:mixed_sparse_indices_kernel -s 3 -c 1 \
+  --section SpeedOfLight --section WarpStateStats --section Occupancy --section LaunchStats \
+  --metrics smsp__inst_executed.sum,dram__bytes_read.sum,dram__bytes_write.sum \
+  ./build-sweep/bench/kernel_bench --backends=cuda --benchmark_filter='cuda/kernel/flash/C4A/prefill8K/' \
+  > "$out/ncu_c4a_prefill8K.txt" 2>&1
+echo "== ncu rc=$?"
+grep -E "Duration|DRAM Throughput|inst_executed|dram__bytes|Registers Per|Achieved Occ|Theoretical Occ|Issued Warp|No Eligible|Grid Size|Block Size" "$out/ncu_c4a_prefill8K.txt" | head -20
+python3 bench/summarize_sweep.py "$out/sweep.json"
