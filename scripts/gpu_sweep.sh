@@ -16,8 +16,10 @@ if [ -n "${DEPS:-}" ]; then
          -Dnlohmann_json_DIR="$deps/usr/share/cmake/nlohmann_json")
 fi
 { nvidia-smi; nvcc --version; } > "$out/env.txt" 2>&1
-BUILD_DIR=build-sweep ./scripts/build.sh -DDSV4_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 "${extra[@]}" \
-  --target gpu_tests kernel_bench > "$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
+{ cmake -S . -B build-sweep -G Ninja -DCMAKE_BUILD_TYPE=Release -DDSV4_CUDA=ON \
+    -DCMAKE_CUDA_ARCHITECTURES=90 "${extra[@]}" &&
+  cmake --build build-sweep -j "$(nproc)" --target gpu_tests kernel_bench; } > "$out/build.log" 2>&1 ||
+  { tail -40 "$out/build.log"; exit 1; }
 echo "== build ok"
 timeout 300 ./build-sweep/tests/gpu_tests > "$out/gpu_tests.log" 2>&1
 echo "== gpu_tests rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$out/gpu_tests.log" | tr '\n' ' ')"
