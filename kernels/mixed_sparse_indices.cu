@@ -56,7 +56,7 @@ __device__ __forceinline__ int32_t group_sum(int32_t value) {
 // thread, warp-reduced once and added to the device counter by one atomicAdd per warp that
 // saw any.
 template <int kGroupThreads, int kChunks, bool kPowerOfTwo, bool kVec4>
-__global__ void __launch_bounds__(kCta) mixed_sparse_indices_kernel(const MixedSparseIndicesArgs args) {
+__global__ void __launch_bounds__(kCta, Policy::min_ctas_per_sm(kChunks)) mixed_sparse_indices_kernel(const MixedSparseIndicesArgs args) {
   constexpr int32_t kRowsPerCta = kCta / kGroupThreads;
   const int32_t rank = static_cast<int32_t>(threadIdx.x) % kGroupThreads;
   const int64_t t = static_cast<int64_t>(blockIdx.x) * kRowsPerCta + threadIdx.x / kGroupThreads;

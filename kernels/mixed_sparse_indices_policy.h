@@ -7,6 +7,9 @@ namespace dsv4::opt {
 
 struct MixedSparseIndicesPolicy {
   static constexpr int32_t kCtaThreads = 256;
+  // Register cap (__launch_bounds__ min blocks) by chunks per pass: the most CTAs per SM whose
+  // registers hold two passes' loads without spilling (2 -> 64 registers, 4 -> 80, 8 -> 128).
+  static constexpr int32_t min_ctas_per_sm(int32_t chunks) { return chunks <= 2 ? 4 : chunks <= 4 ? 3 : 2; }
   static constexpr int32_t kWarpThreads = 32;
   // Threads per row: a power of two from kMinGroupThreads to kCtaThreads (a whole CTA).
   static constexpr int32_t kMinGroupThreads = 8;
@@ -18,7 +21,9 @@ struct MixedSparseIndicesPolicy {
   // Rows of a step with at most this many rows per SM get at least this many threads, so that
   // a small decode step spreads its rows over many SMs.
   static constexpr int32_t kSmallStepRowsPerSm = 2;
-  static constexpr int32_t kSmallStepGroupThreads = 64;
+  static constexpr int32_t kSmallStepGroupThreads = 128;
+  // Passes a row may take in the narrowest group before the group widens.
+  static constexpr int32_t kMaxPasses = 8;
 };
 
 // How a launch maps rows to threads: `group_threads` threads own one row, each handling up to
@@ -36,17 +41,19 @@ constexpr bool valid_group_threads(int32_t g) {
          (g & (g - 1)) == 0;
 }
 
-// The smallest group whose one pass covers a row of row_chunks chunks (a whole CTA for wider
-// rows, which then take several passes); small steps get wider groups (more CTAs).
+// Rows in flight bound these kernels (each row is a chain of dependent loads: token_to_req ->
+// request metadata -> block table), so a step of many rows takes the narrowest group, most
+// rows per SM; rows wider than kMaxPasses passes of it take wider groups. A small step
+// (<= kSmallStepRowsPerSm rows per SM) takes kSmallStepGroupThreads threads per row, spread
+// over many SMs. (Measured: kernel_bench --shape_sweep, bench/results/.)
 constexpr LaunchShape choose_launch_shape(int32_t num_tokens, int32_t row_chunks, int32_t sm_count,
                                           int32_t chunks = MixedSparseIndicesPolicy::kDefaultChunks) {
   using P = MixedSparseIndicesPolicy;
-  int32_t g = P::kMinGroupThreads;
-  while (g < P::kCtaThreads && static_cast<int64_t>(g) * chunks < row_chunks) g *= 2;
-  if (static_cast<int64_t>(num_tokens) <= static_cast<int64_t>(sm_count) * P::kSmallStepRowsPerSm &&
-      g < P::kSmallStepGroupThreads) {
-    g = P::kSmallStepGroupThreads;
+  if (static_cast<int64_t>(num_tokens) <= static_cast<int64_t>(sm_count) * P::kSmallStepRowsPerSm) {
+    return LaunchShape{P::kSmallStepGroupThreads, chunks};
   }
+  int32_t g = P::kMinGroupThreads;
+  while (g < P::kCtaThreads && static_cast<int64_t>(g) * chunks * P::kMaxPasses < row_chunks) g *= 2;
   return LaunchShape{g, chunks};
 }
 

@@ -32,6 +32,9 @@ struct RowStart {
   const int32_t* compressed_in;  // decode: decode_compressed row; prefill: prefill_topk row
   int32_t compressed_width;      // columns of compressed_in (Kd or Kp): what may be read
   bool compressed_vector_loads;  // compressed_in rows are 16-byte aligned
+  // decode: decode_compressed_lens[t] (global form, given) or decode_valid[t] (local form,
+  // given), loaded with the rest so that the length needs no further round trip; else 1.
+  int32_t decode_length_input;
   int32_t* out;                  // the token's output row
 };
 
@@ -62,6 +65,12 @@ DSV4_HD DSV4_INLINE RowStart start_row(const MixedSparseIndicesArgs& a, int32_t 
                           : nullptr;
     s.compressed_width = a.decode_width;
     s.compressed_vector_loads = a.decode_compressed_vector_loads;
+    s.decode_length_input = 1;
+    if (a.decode_local) {
+      if (a.decode_valid != nullptr) s.decode_length_input = a.decode_valid[t];
+    } else if (a.decode_compressed_lens != nullptr) {
+      s.decode_length_input = load_input(a.decode_compressed_lens + t);
+    }
   } else {
     s.compressed_in =
         a.prefill_width > 0
@@ -125,9 +134,11 @@ DSV4_HD DSV4_INLINE void store_chunk(int32_t* p, const int32_t (&v)[kLanes]) {
 // What chunk k of the row reads from the inputs (needs start_row only): a decode row's window
 // columns; compressed input columns j < compressed_width (-1 past them). A prefill window
 // chunk reads nothing (its values come from positions).
+// `readable`: compressed input columns worth reading (compressed_width before the plan is
+// known, compressed_count after: columns past it are -1 whatever they hold).
 template <int kLanes>
 DSV4_HD DSV4_INLINE void load_chunk_inputs(const MixedSparseIndicesArgs& a, const RowStart& s,
-                                           int32_t k, int32_t (&v)[kLanes]) {
+                                           int32_t k, int32_t readable, int32_t (&v)[kLanes]) {
   const int32_t c0 = k * kLanes;
   if (c0 < a.window) {  // with kLanes = 4, W % 4 == 0: a chunk is in one part
     if (s.decode) {
@@ -139,14 +150,12 @@ DSV4_HD DSV4_INLINE void load_chunk_inputs(const MixedSparseIndicesArgs& a, cons
     return;
   }
   const int32_t j0 = c0 - a.window;
-  if (j0 + kLanes <= s.compressed_width) {
+  if (j0 + kLanes <= readable) {
     load_columns<kLanes>(s.compressed_in + j0, s.compressed_vector_loads, v);
     return;
   }
   DSV4_UNROLL
-  for (int e = 0; e < kLanes; ++e) {
-    v[e] = j0 + e < s.compressed_width ? load_input(s.compressed_in + j0 + e) : -1;
-  }
+  for (int e = 0; e < kLanes; ++e) v[e] = j0 + e < readable ? load_input(s.compressed_in + j0 + e) : -1;
 }
 
 // Turns chunk k's loaded inputs `v` into its output values (SPEC §3). Window columns c < W:
@@ -174,8 +183,15 @@ DSV4_HD DSV4_INLINE void finish_chunk(const MixedSparseIndicesArgs& a, const Row
     return;
   }
   const int32_t j0 = c0 - a.window;
-  DSV4_UNROLL
-  for (int e = 0; e < kLanes; ++e) v[e] = j0 + e < p.compressed_count ? v[e] : -1;
+  if (j0 >= p.compressed_count) {  // past the row's values (prefill tokens early in a request)
+    DSV4_UNROLL
+    for (int e = 0; e < kLanes; ++e) v[e] = -1;
+    return;
+  }
+  if (j0 + kLanes > p.compressed_count) {  // the one chunk that straddles the count
+    DSV4_UNROLL
+    for (int e = 0; e < kLanes; ++e) v[e] = j0 + e < p.compressed_count ? v[e] : -1;
+  }
   if (!p.translate_compressed) return;  // global decode slots: copied
   if (s.decode) {
     DSV4_UNROLL
@@ -194,16 +210,15 @@ DSV4_HD DSV4_INLINE int32_t row_length(const MixedSparseIndicesArgs& a, const Ro
   if (!s.decode) return a.window + p.topk_len;
   if (a.decode_width == 0) return a.window;
   if (!a.decode_local) {
-    return a.window + (a.decode_compressed_lens != nullptr
-                           ? load_input(a.decode_compressed_lens + s.token)
-                           : a.decode_width);
+    return a.window + (a.decode_compressed_lens != nullptr ? s.decode_length_input : a.decode_width);
   }
-  const bool valid = a.decode_valid == nullptr || a.decode_valid[s.token] != 0;
-  return a.window + (valid ? picks : 0);
+  return a.window + (s.decode_length_input != 0 ? picks : 0);  // decode_valid[t]
 }
 
-// Thread `rank`'s share of token t's row: its chunks, in passes of kChunks, the first pass's
-// loads issued before the plan. picks: the thread's part of the row's length (local decode).
+// Thread `rank`'s share of token t's row: its chunks, in passes of kChunks, software-pipelined:
+// the first pass's loads are issued before the plan, and each later pass's loads before the
+// pass ahead of it is translated and stored (two register buffers, a and b, taking turns).
+// picks: the thread's part of the row's length (local decode).
 struct RowShare {
   RowStart start;
   RowPlan plan;
@@ -214,15 +229,19 @@ DSV4_HD DSV4_INLINE RowShare build_row_share(const MixedSparseIndicesArgs& a, in
                                              int32_t group_threads, int32_t* errors) {
   constexpr int32_t kLanes = kVec4 ? 4 : 1;
   const int32_t chunks = a.row_width / kLanes;
+  const int32_t pass = kChunks * group_threads;
   RowShare share{start_row(a, t), RowPlan{}, 0};
-  int32_t v[kChunks][kLanes] = {};  // (read only where loaded; initialized for the compilers)
-  DSV4_UNROLL
-  for (int b = 0; b < kChunks; ++b) {
-    const int32_t k = rank + b * group_threads;
-    if (k < chunks) load_chunk_inputs<kLanes>(a, share.start, k, v[b]);
-  }
-  share.plan = plan_row(a, share.start);
-  for (int32_t first = rank;;) {
+  // (read only where loaded; initialized for the compilers' flow analysis)
+  int32_t va[kChunks][kLanes] = {};
+  int32_t vb[kChunks][kLanes] = {};
+  const auto load_pass = [&](int32_t first, int32_t readable, int32_t(&v)[kChunks][kLanes]) {
+    DSV4_UNROLL
+    for (int b = 0; b < kChunks; ++b) {
+      const int32_t k = first + b * group_threads;
+      if (k < chunks) load_chunk_inputs<kLanes>(a, share.start, k, readable, v[b]);
+    }
+  };
+  const auto finish_pass = [&](int32_t first, int32_t(&v)[kChunks][kLanes]) {
     DSV4_UNROLL
     for (int b = 0; b < kChunks; ++b) {
       const int32_t k = first + b * group_threads;
@@ -231,13 +250,16 @@ DSV4_HD DSV4_INLINE RowShare build_row_share(const MixedSparseIndicesArgs& a, in
         store_chunk<kLanes>(share.start.out + k * kLanes, v[b]);
       }
     }
-    first += kChunks * group_threads;
-    if (first >= chunks) break;
-    DSV4_UNROLL
-    for (int b = 0; b < kChunks; ++b) {
-      const int32_t k = first + b * group_threads;
-      if (k < chunks) load_chunk_inputs<kLanes>(a, share.start, k, v[b]);
-    }
+  };
+  load_pass(rank, share.start.compressed_width, va);
+  share.plan = plan_row(a, share.start);
+  const int32_t readable = share.plan.compressed_count;
+  for (int32_t first = rank; first < chunks; first += 2 * pass) {
+    if (first + pass < chunks) load_pass(first + pass, readable, vb);
+    finish_pass(first, va);
+    if (first + pass >= chunks) break;
+    if (first + 2 * pass < chunks) load_pass(first + 2 * pass, readable, va);
+    finish_pass(first + pass, vb);
   }
   return share;
 }

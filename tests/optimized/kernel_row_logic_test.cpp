@@ -106,23 +106,23 @@ TEST(BlockTableView, PowerOfTwoLookupMatchesWideArithmetic) {
   EXPECT_FALSE(BlockTableView::make(nullptr, 0, 0, 100).power_of_two);
 }
 
-TEST(LaunchShapePolicy, GroupsCoverARowInOnePassAndSmallStepsSpread) {
+TEST(LaunchShapePolicy, NarrowGroupsForManyRowsWiderForWideRowsAndSmallSteps) {
   using P = MixedSparseIndicesPolicy;
   const int32_t sms = 132;
   const int32_t c = P::kDefaultChunks;
-  // The smallest power-of-two group whose one pass covers the row's 16-byte chunks.
-  EXPECT_EQ(choose_launch_shape(8192, 32, sms), (LaunchShape{32 / c, c}));                  // SWA-only
-  EXPECT_EQ(choose_launch_shape(8192, 160, sms), (LaunchShape{256 / c, c}));                // C4A 512
-  EXPECT_EQ(choose_launch_shape(8192, 288, sms), (LaunchShape{512 / c, c}));                // C4A 1024
-  EXPECT_EQ(choose_launch_shape(8192, (128 + 8192) / 4, sms), (LaunchShape{P::kCtaThreads, c}));
-  EXPECT_EQ(choose_launch_shape(8192, 1, sms).group_threads, P::kMinGroupThreads);
-  EXPECT_EQ(choose_launch_shape(8192, 8 * P::kMinGroupThreads + 1, sms, 8).group_threads,
-            2 * P::kMinGroupThreads);
-  // A small step (<= 2 rows per SM) takes wider groups: more CTAs, more SMs.
+  const int32_t g = P::kMinGroupThreads;
+  const int32_t covered = g * c * P::kMaxPasses;  // chunks the narrowest group takes
+  // Many rows: the narrowest group, as long as a row takes at most kMaxPasses passes.
+  EXPECT_EQ(choose_launch_shape(8192, 32, sms), (LaunchShape{g, c}));  // SWA-only
+  EXPECT_EQ(choose_launch_shape(8192, 160, sms), (LaunchShape{g, c}));  // C4A 512
+  EXPECT_EQ(choose_launch_shape(8192, covered, sms), (LaunchShape{g, c}));
+  EXPECT_EQ(choose_launch_shape(8192, covered + 1, sms), (LaunchShape{2 * g, c}));
+  EXPECT_EQ(choose_launch_shape(8192, 1, sms, 8), (LaunchShape{g, 8}));
+  EXPECT_EQ(choose_launch_shape(8192, 1 << 30, sms).group_threads, P::kCtaThreads);
+  // A small step (<= 2 rows per SM) takes wide groups: more CTAs, more SMs.
   EXPECT_EQ(choose_launch_shape(64, 32, sms).group_threads, P::kSmallStepGroupThreads);
   EXPECT_EQ(choose_launch_shape(sms * 2, 32, sms).group_threads, P::kSmallStepGroupThreads);
-  EXPECT_EQ(choose_launch_shape(sms * 2 + 1, 32, sms).group_threads, 32 / c);
-  EXPECT_EQ(choose_launch_shape(64, 2080, sms).group_threads, P::kCtaThreads);
+  EXPECT_EQ(choose_launch_shape(sms * 2 + 1, 32, sms).group_threads, g);
   // Grid: every row at once, one CTA per kCtaThreads / group rows.
   EXPECT_EQ(grid_ctas(LaunchShape{8, 4}, 8192), 8192 / 32);
   EXPECT_EQ(grid_ctas(LaunchShape{8, 4}, 8193), 8192 / 32 + 1);
