@@ -29,11 +29,14 @@ timeout 240 ./build-sweep/bench/kernel_bench --backends=cuda --shape_sweep \
   --benchmark_out="$out/sweep.json" --benchmark_out_format=json > "$out/sweep.txt" 2>&1
 echo "== sweep rc=$?"
 grep -E "ERROR|error" "$out/sweep.txt" | head -5
-timeout 150 ncu --clock-control none -k regex:mixed_sparse_indices_kernel -s 3 -c 1 \
-  --section SpeedOfLight --section WarpStateStats --section Occupancy --section LaunchStats \
-  --metrics smsp__inst_executed.sum,dram__bytes_read.sum,dram__bytes_write.sum \
-  ./build-sweep/bench/kernel_bench --backends=cuda --benchmark_filter='cuda/kernel/flash/C4A/prefill8K/' \
-  > "$out/ncu_c4a_prefill8K.txt" 2>&1
-echo "== ncu rc=$?"
-grep -E "Duration|DRAM Throughput|inst_executed|dram__bytes|Registers Per|Achieved Occ|Theoretical Occ|Issued Warp|No Eligible|Grid Size|Block Size" "$out/ncu_c4a_prefill8K.txt" | head -20
+for c in flash/C4A/prefill8K flash/SWA-only/decode64_ctx8K; do
+  f="$out/ncu_$(echo "$c" | tr / _).txt"
+  timeout 120 ncu --clock-control none -k regex:mixed_sparse_indices_kernel -s 3 -c 1 \
+    --section SpeedOfLight --section WarpStateStats --section Occupancy --section LaunchStats \
+    --metrics smsp__inst_executed.sum,dram__bytes_read.sum,dram__bytes_write.sum \
+    ./build-sweep/bench/kernel_bench --backends=cuda --benchmark_filter="cuda/kernel/$c/" > "$f" 2>&1
+  echo "== ncu $c rc=$?"
+  grep -E "Duration|DRAM Throughput|inst_executed|dram__bytes|Registers Per|Achieved Occ|Grid Size|Block Size" "$f" | tr -s ' ' | tr '\n' ';'
+  echo
+done
 python3 bench/summarize_sweep.py "$out/sweep.json"
