@@ -55,7 +55,7 @@ __device__ __forceinline__ int32_t group_sum(int32_t value) {
 // group's picks when the step has local-form decode rows. Content errors are counted per
 // thread, warp-reduced once and added to the device counter by one atomicAdd per warp that
 // saw any.
-template <int kGroupThreads, int kChunks, bool kPowerOfTwo, bool kVec4>
+template <int kGroupThreads, int kChunks, bool kPowerOfTwo, bool kVec4, RowKinds kRows>
 __global__ void __launch_bounds__(kCta, Policy::min_ctas_per_sm(kChunks)) mixed_sparse_indices_kernel(const MixedSparseIndicesArgs args) {
   constexpr int32_t kRowsPerCta = kCta / kGroupThreads;
   const int32_t rank = static_cast<int32_t>(threadIdx.x) % kGroupThreads;
@@ -64,11 +64,13 @@ __global__ void __launch_bounds__(kCta, Policy::min_ctas_per_sm(kChunks)) mixed_
   int32_t errors = 0;
   RowShare share{};
   if (active) {
-    share = build_row_share<kPowerOfTwo, kVec4, kChunks>(args, static_cast<int32_t>(t), rank,
-                                                          kGroupThreads, &errors);
+    share = build_row_share<kPowerOfTwo, kVec4, kChunks, kRows>(args, static_cast<int32_t>(t), rank,
+                                                                 kGroupThreads, &errors);
   }
   int32_t picks = share.picks;
-  if (args.decode_local && args.num_decode_tokens > 0) picks = group_sum<kGroupThreads>(picks);
+  if (kRows != RowKinds::kPrefill && args.decode_local && args.num_decode_tokens > 0) {
+    picks = group_sum<kGroupThreads>(picks);
+  }
   if (active && rank == 0) finish_row(args, share, picks, &errors);
   errors = lanes_sum<kWarp>(errors);
   if (threadIdx.x % kWarp == 0 && errors != 0) {
@@ -78,37 +80,45 @@ __global__ void __launch_bounds__(kCta, Policy::min_ctas_per_sm(kChunks)) mixed_
 
 using KernelFunction = void (*)(MixedSparseIndicesArgs);
 
-template <int kChunks, bool kPowerOfTwo, bool kVec4>
+template <int kChunks, bool kPowerOfTwo, bool kVec4, RowKinds kRows>
 KernelFunction kernel_for_group(int32_t group_threads) {
   switch (group_threads) {
-    case 8: return &mixed_sparse_indices_kernel<8, kChunks, kPowerOfTwo, kVec4>;
-    case 16: return &mixed_sparse_indices_kernel<16, kChunks, kPowerOfTwo, kVec4>;
-    case 32: return &mixed_sparse_indices_kernel<32, kChunks, kPowerOfTwo, kVec4>;
-    case 64: return &mixed_sparse_indices_kernel<64, kChunks, kPowerOfTwo, kVec4>;
-    case 128: return &mixed_sparse_indices_kernel<128, kChunks, kPowerOfTwo, kVec4>;
-    default: return &mixed_sparse_indices_kernel<256, kChunks, kPowerOfTwo, kVec4>;
+    case 8: return &mixed_sparse_indices_kernel<8, kChunks, kPowerOfTwo, kVec4, kRows>;
+    case 16: return &mixed_sparse_indices_kernel<16, kChunks, kPowerOfTwo, kVec4, kRows>;
+    case 32: return &mixed_sparse_indices_kernel<32, kChunks, kPowerOfTwo, kVec4, kRows>;
+    case 64: return &mixed_sparse_indices_kernel<64, kChunks, kPowerOfTwo, kVec4, kRows>;
+    case 128: return &mixed_sparse_indices_kernel<128, kChunks, kPowerOfTwo, kVec4, kRows>;
+    default: return &mixed_sparse_indices_kernel<256, kChunks, kPowerOfTwo, kVec4, kRows>;
   }
 }
 
 // The scalar path (W % 4 != 0 or unaligned output) is rare: a warp per narrow row, a CTA
-// per wide one, default chunks.
+// per wide one, any row kinds.
 constexpr int32_t kScalarNarrowColumns = 256;
 
 template <bool kPowerOfTwo>
 KernelFunction scalar_kernel(int32_t group_threads) {
   constexpr int kChunks = Policy::kDefaultChunks;
-  return group_threads == kWarp ? &mixed_sparse_indices_kernel<kWarp, kChunks, kPowerOfTwo, false>
-                                : &mixed_sparse_indices_kernel<kCta, kChunks, kPowerOfTwo, false>;
+  constexpr RowKinds kAny = RowKinds::kBoth;
+  return group_threads == kWarp ? &mixed_sparse_indices_kernel<kWarp, kChunks, kPowerOfTwo, false, kAny>
+                                : &mixed_sparse_indices_kernel<kCta, kChunks, kPowerOfTwo, false, kAny>;
 }
 
-KernelFunction select_kernel(const LaunchShape& shape, bool power_of_two, bool vec4) {
+// The common path (power-of-two blocks, 16-byte rows) is specialised by the step's row kinds:
+// a decode-only or prefill-only launch runs a kernel of half the code.
+KernelFunction select_kernel(const LaunchShape& shape, bool power_of_two, bool vec4, RowKinds rows) {
+  static_assert(sizeof(Policy::kChunkChoices) / sizeof(Policy::kChunkChoices[0]) == 1 &&
+                    Policy::kChunkChoices[0] == Policy::kDefaultChunks,
+                "one chunk count is compiled");
+  constexpr int kChunks = Policy::kDefaultChunks;
   if (!vec4) return power_of_two ? scalar_kernel<true>(shape.group_threads) : scalar_kernel<false>(shape.group_threads);
-  if (!power_of_two) return kernel_for_group<Policy::kDefaultChunks, false, true>(shape.group_threads);
-  switch (shape.chunks) {
-    case 2: return kernel_for_group<2, true, true>(shape.group_threads);
-    case 8: return kernel_for_group<8, true, true>(shape.group_threads);
-    default: return kernel_for_group<4, true, true>(shape.group_threads);
+  if (!power_of_two) return kernel_for_group<kChunks, false, true, RowKinds::kBoth>(shape.group_threads);
+  switch (rows) {
+    case RowKinds::kDecode: return kernel_for_group<kChunks, true, true, RowKinds::kDecode>(shape.group_threads);
+    case RowKinds::kPrefill: return kernel_for_group<kChunks, true, true, RowKinds::kPrefill>(shape.group_threads);
+    case RowKinds::kBoth: break;
   }
+  return kernel_for_group<kChunks, true, true, RowKinds::kBoth>(shape.group_threads);
 }
 
 KernelStatus failure(cudaError_t status, const char* call, int line) {
@@ -133,9 +143,7 @@ LaunchShape mixed_sparse_indices_launch_shape(const MixedSparseIndicesArgs& args
   LaunchShape shape = valid_group_threads(config.forced.group_threads)
                           ? config.forced
                           : choose_launch_shape(args.num_tokens, args.row_width / 4, config.sm_count);
-  if (!args.power_of_two_blocks || (shape.chunks != 2 && shape.chunks != 8)) {
-    shape.chunks = Policy::kDefaultChunks;
-  }
+  shape.chunks = Policy::kDefaultChunks;  // the one count compiled
   return shape;
 }
 
@@ -144,7 +152,10 @@ KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
                                          cudaStream_t stream) {
   if (args.num_tokens <= 0) return KernelStatus{};
   const LaunchShape shape = mixed_sparse_indices_launch_shape(args, config);
-  const KernelFunction kernel = select_kernel(shape, args.power_of_two_blocks, args.vector_stores);
+  const RowKinds rows = args.num_decode_tokens == args.num_tokens ? RowKinds::kDecode
+                        : args.num_decode_tokens == 0           ? RowKinds::kPrefill
+                                                                : RowKinds::kBoth;
+  const KernelFunction kernel = select_kernel(shape, args.power_of_two_blocks, args.vector_stores, rows);
   const int64_t grid = grid_ctas(shape, args.num_tokens);
   void* params[] = {const_cast<MixedSparseIndicesArgs*>(&args)};  // copied at launch
   cudaError_t status = cudaLaunchKernel(reinterpret_cast<const void*>(kernel),

@@ -14,9 +14,8 @@ namespace dsv4::opt {
 // What the launch shape depends on, queried once per device (never per launch).
 struct MixedSparseIndicesLaunchConfig {
   int32_t sm_count = 0;
-  // Tests and the tuning benchmark: use this shape instead of the policy's (group_threads 0 =
-  // the policy). chunks applies on the 16-byte power-of-two path, the only one compiled for
-  // every choice; the scalar path keeps its own shape.
+  // Tests and the tuning benchmark: use this shape's group_threads instead of the policy's (0 =
+  // the policy; chunks is always the one compiled count). The scalar path keeps its own shape.
   LaunchShape forced{};
 };
 

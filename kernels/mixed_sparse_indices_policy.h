@@ -13,17 +13,20 @@ struct MixedSparseIndicesPolicy {
   static constexpr int32_t kWarpThreads = 32;
   // Threads per row: a power of two from kMinGroupThreads to kCtaThreads (a whole CTA).
   static constexpr int32_t kMinGroupThreads = 8;
+  // Threads per row for a step of many rows (the sweep's fastest on every prefill shape).
+  static constexpr int32_t kManyRowsGroupThreads = 16;
   // Chunks (16 bytes, or one column on the scalar path) a thread handles per pass: all their
-  // loads, then all their lookups, then all their stores. The 16-byte power-of-two path is
-  // compiled for each of kChunkChoices; the other paths for kDefaultChunks only.
-  static constexpr int32_t kDefaultChunks = 4;
-  static constexpr int32_t kChunkChoices[3] = {2, 4, 8};
+  // loads, then all their lookups, then all their stores, the next pass's loads in flight
+  // meanwhile. The H200 sweep of 2, 4 and 8 (bench/results/) found 2 fastest on every target
+  // shape (fewer registers: more rows resident); kChunkChoices is what is compiled.
+  static constexpr int32_t kDefaultChunks = 2;
+  static constexpr int32_t kChunkChoices[1] = {2};
   // Rows of a step with at most this many rows per SM get at least this many threads, so that
   // a small decode step spreads its rows over many SMs.
   static constexpr int32_t kSmallStepRowsPerSm = 2;
   static constexpr int32_t kSmallStepGroupThreads = 128;
   // Passes a row may take in the narrowest group before the group widens.
-  static constexpr int32_t kMaxPasses = 8;
+  static constexpr int32_t kMaxPasses = 16;
 };
 
 // How a launch maps rows to threads: `group_threads` threads own one row, each handling up to
@@ -42,8 +45,8 @@ constexpr bool valid_group_threads(int32_t g) {
 }
 
 // Rows in flight bound these kernels (each row is a chain of dependent loads: token_to_req ->
-// request metadata -> block table), so a step of many rows takes the narrowest group, most
-// rows per SM; rows wider than kMaxPasses passes of it take wider groups. A small step
+// request metadata -> block table), so a step of many rows takes narrow groups, many rows per
+// SM; rows wider than kMaxPasses passes of them take wider groups. A small step
 // (<= kSmallStepRowsPerSm rows per SM) takes kSmallStepGroupThreads threads per row, spread
 // over many SMs. (Measured: kernel_bench --shape_sweep, bench/results/.)
 constexpr LaunchShape choose_launch_shape(int32_t num_tokens, int32_t row_chunks, int32_t sm_count,
@@ -52,7 +55,7 @@ constexpr LaunchShape choose_launch_shape(int32_t num_tokens, int32_t row_chunks
   if (static_cast<int64_t>(num_tokens) <= static_cast<int64_t>(sm_count) * P::kSmallStepRowsPerSm) {
     return LaunchShape{P::kSmallStepGroupThreads, chunks};
   }
-  int32_t g = P::kMinGroupThreads;
+  int32_t g = P::kManyRowsGroupThreads;
   while (g < P::kCtaThreads && static_cast<int64_t>(g) * chunks * P::kMaxPasses < row_chunks) g *= 2;
   return LaunchShape{g, chunks};
 }

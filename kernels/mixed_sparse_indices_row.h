@@ -52,12 +52,24 @@ struct RowPlan {
 
 DSV4_HD DSV4_INLINE int32_t min_i32(int32_t a, int32_t b) { return a < b ? a : b; }
 
+// Which row kinds a launch holds: a decode-only or prefill-only step compiles (and fetches,
+// cold, after every other kernel) only the code of its rows.
+enum class RowKinds : uint8_t { kDecode, kPrefill, kBoth };
+
+template <RowKinds kRows>
+DSV4_HD DSV4_INLINE bool is_decode_row(const MixedSparseIndicesArgs& a, int32_t t) {
+  if constexpr (kRows == RowKinds::kDecode) return true;
+  if constexpr (kRows == RowKinds::kPrefill) return false;
+  return t < a.num_decode_tokens;
+}
+
+template <RowKinds kRows = RowKinds::kBoth>
 DSV4_HD DSV4_INLINE RowStart start_row(const MixedSparseIndicesArgs& a, int32_t t) {
   RowStart s{};
   s.token = t;
   s.out = a.sparse_indices + static_cast<int64_t>(t) * a.row_width;
   s.request = load_input(a.token_to_req + t);
-  s.decode = t < a.num_decode_tokens;
+  s.decode = is_decode_row<kRows>(a, t);
   if (s.decode) {
     s.window_in = a.decode_swa_indices + static_cast<int64_t>(t) * a.decode_swa_stride;
     s.compressed_in = a.decode_width > 0
@@ -224,13 +236,13 @@ struct RowShare {
   RowPlan plan;
   int32_t picks;
 };
-template <bool kPowerOfTwo, bool kVec4, int kChunks>
+template <bool kPowerOfTwo, bool kVec4, int kChunks, RowKinds kRows = RowKinds::kBoth>
 DSV4_HD DSV4_INLINE RowShare build_row_share(const MixedSparseIndicesArgs& a, int32_t t, int32_t rank,
                                              int32_t group_threads, int32_t* errors) {
   constexpr int32_t kLanes = kVec4 ? 4 : 1;
   const int32_t chunks = a.row_width / kLanes;
   const int32_t pass = kChunks * group_threads;
-  RowShare share{start_row(a, t), RowPlan{}, 0};
+  RowShare share{start_row<kRows>(a, t), RowPlan{}, 0};
   // (read only where loaded; initialized for the compilers' flow analysis)
   int32_t va[kChunks][kLanes] = {};
   int32_t vb[kChunks][kLanes] = {};

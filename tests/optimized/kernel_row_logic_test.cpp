@@ -110,7 +110,7 @@ TEST(LaunchShapePolicy, NarrowGroupsForManyRowsWiderForWideRowsAndSmallSteps) {
   using P = MixedSparseIndicesPolicy;
   const int32_t sms = 132;
   const int32_t c = P::kDefaultChunks;
-  const int32_t g = P::kMinGroupThreads;
+  const int32_t g = P::kManyRowsGroupThreads;
   const int32_t covered = g * c * P::kMaxPasses;  // chunks the narrowest group takes
   // Many rows: the narrowest group, as long as a row takes at most kMaxPasses passes.
   EXPECT_EQ(choose_launch_shape(8192, 32, sms), (LaunchShape{g, c}));  // SWA-only
@@ -118,6 +118,7 @@ TEST(LaunchShapePolicy, NarrowGroupsForManyRowsWiderForWideRowsAndSmallSteps) {
   EXPECT_EQ(choose_launch_shape(8192, covered, sms), (LaunchShape{g, c}));
   EXPECT_EQ(choose_launch_shape(8192, covered + 1, sms), (LaunchShape{2 * g, c}));
   EXPECT_EQ(choose_launch_shape(8192, 1, sms, 8), (LaunchShape{g, 8}));
+  EXPECT_EQ(g, P::kManyRowsGroupThreads);
   EXPECT_EQ(choose_launch_shape(8192, 1 << 30, sms).group_threads, P::kCtaThreads);
   // A small step (<= 2 rows per SM) takes wide groups: more CTAs, more SMs.
   EXPECT_EQ(choose_launch_shape(64, 32, sms).group_threads, P::kSmallStepGroupThreads);
