@@ -107,12 +107,17 @@ KernelFunction scalar_kernel(int32_t group_threads) {
 // The common path (power-of-two blocks, 16-byte rows) is specialised by the step's row kinds:
 // a decode-only or prefill-only launch runs a kernel of half the code.
 KernelFunction select_kernel(const LaunchShape& shape, bool power_of_two, bool vec4, RowKinds rows) {
-  static_assert(sizeof(Policy::kChunkChoices) / sizeof(Policy::kChunkChoices[0]) == 1 &&
-                    Policy::kChunkChoices[0] == Policy::kDefaultChunks,
-                "one chunk count is compiled");
   constexpr int kChunks = Policy::kDefaultChunks;
   if (!vec4) return power_of_two ? scalar_kernel<true>(shape.group_threads) : scalar_kernel<false>(shape.group_threads);
   if (!power_of_two) return kernel_for_group<kChunks, false, true, RowKinds::kBoth>(shape.group_threads);
+  if (shape.chunks == 1) {
+    switch (rows) {
+      case RowKinds::kDecode: return kernel_for_group<1, true, true, RowKinds::kDecode>(shape.group_threads);
+      case RowKinds::kPrefill: return kernel_for_group<1, true, true, RowKinds::kPrefill>(shape.group_threads);
+      case RowKinds::kBoth: break;
+    }
+    return kernel_for_group<1, true, true, RowKinds::kBoth>(shape.group_threads);
+  }
   switch (rows) {
     case RowKinds::kDecode: return kernel_for_group<kChunks, true, true, RowKinds::kDecode>(shape.group_threads);
     case RowKinds::kPrefill: return kernel_for_group<kChunks, true, true, RowKinds::kPrefill>(shape.group_threads);
@@ -143,7 +148,8 @@ LaunchShape mixed_sparse_indices_launch_shape(const MixedSparseIndicesArgs& args
   LaunchShape shape = valid_group_threads(config.forced.group_threads)
                           ? config.forced
                           : choose_launch_shape(args.num_tokens, args.row_width / 4, config.sm_count);
-  shape.chunks = Policy::kDefaultChunks;  // the one count compiled
+  // The power-of-two 16-byte path is compiled for every kChunkChoices, the rest for the default.
+  if (!args.power_of_two_blocks || shape.chunks != 1) shape.chunks = Policy::kDefaultChunks;
   return shape;
 }
 

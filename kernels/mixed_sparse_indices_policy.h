@@ -8,8 +8,10 @@ namespace dsv4::opt {
 struct MixedSparseIndicesPolicy {
   static constexpr int32_t kCtaThreads = 256;
   // Register cap (__launch_bounds__ min blocks) by chunks per pass: the most CTAs per SM whose
-  // registers hold two passes' loads without spilling (2 -> 64 registers, 4 -> 80, 8 -> 128).
-  static constexpr int32_t min_ctas_per_sm(int32_t chunks) { return chunks <= 2 ? 4 : chunks <= 4 ? 3 : 2; }
+  // registers hold two passes' loads without spilling (1 -> 48 registers, 2 -> 64, 4 -> 80).
+  static constexpr int32_t min_ctas_per_sm(int32_t chunks) {
+    return chunks <= 1 ? 5 : chunks <= 2 ? 4 : chunks <= 4 ? 3 : 2;
+  }
   static constexpr int32_t kWarpThreads = 32;
   // Threads per row: a power of two from kMinGroupThreads to kCtaThreads (a whole CTA).
   static constexpr int32_t kMinGroupThreads = 8;
@@ -20,7 +22,7 @@ struct MixedSparseIndicesPolicy {
   // meanwhile. The H200 sweep of 2, 4 and 8 (bench/results/) found 2 fastest on every target
   // shape (fewer registers: more rows resident); kChunkChoices is what is compiled.
   static constexpr int32_t kDefaultChunks = 2;
-  static constexpr int32_t kChunkChoices[1] = {2};
+  static constexpr int32_t kChunkChoices[2] = {1, 2};
   // Rows of a step with at most this many rows per SM get at least this many threads, so that
   // a small decode step spreads its rows over many SMs.
   static constexpr int32_t kSmallStepRowsPerSm = 2;

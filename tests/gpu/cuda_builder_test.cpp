@@ -108,7 +108,7 @@ TEST_F(CudaBuilderTest, EveryLaunchShapeMatchesTheReference) {
       }
     }
   }
-  EXPECT_EQ(shapes, 6);
+  EXPECT_EQ(shapes, 6 * 2);
 }
 
 TEST_F(CudaBuilderTest, ErrorsAccumulateUntilTakenThenReset) {
