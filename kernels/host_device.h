@@ -13,6 +13,8 @@
 // Unroll hint for the device pass only (the host compiler would warn on the pragma).
 #if defined(__CUDA_ARCH__)
 #define DSV4_UNROLL _Pragma("unroll")
+#define DSV4_NO_UNROLL _Pragma("unroll 1")  // cold loops: keep the kernel's code small
 #else
 #define DSV4_UNROLL
+#define DSV4_NO_UNROLL
 #endif

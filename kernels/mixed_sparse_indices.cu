@@ -142,7 +142,7 @@ KernelStatus prepare_mixed_sparse_indices_launch(int device, MixedSparseIndicesL
 
 LaunchShape mixed_sparse_indices_launch_shape(const MixedSparseIndicesArgs& args,
                                               const MixedSparseIndicesLaunchConfig& config) {
-  if (!args.vector_stores) {
+  if (!args.vector_path) {
     return LaunchShape{args.row_width <= kScalarNarrowColumns ? kWarp : kCta, Policy::kDefaultChunks};
   }
   LaunchShape shape = valid_group_threads(config.forced.group_threads)
@@ -161,7 +161,7 @@ KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
   const RowKinds rows = args.num_decode_tokens == args.num_tokens ? RowKinds::kDecode
                         : args.num_decode_tokens == 0           ? RowKinds::kPrefill
                                                                 : RowKinds::kBoth;
-  const KernelFunction kernel = select_kernel(shape, args.power_of_two_blocks, args.vector_stores, rows);
+  const KernelFunction kernel = select_kernel(shape, args.power_of_two_blocks, args.vector_path, rows);
   const int64_t grid = grid_ctas(shape, args.num_tokens);
   void* params[] = {const_cast<MixedSparseIndicesArgs*>(&args)};  // copied at launch
   cudaError_t status = cudaLaunchKernel(reinterpret_cast<const void*>(kernel),

@@ -92,8 +92,23 @@ struct BlockTableView {
       fits = value <= uint64_t{INT32_MAX};  // a negative entry is >= 2^31 as unsigned
       slot = static_cast<int32_t>(value);
     }
-    *errors += wanted && !fits ? 1 : 0;
+    if (wanted && !fits) ++*errors;
     return fits ? slot : -1;
+  }
+
+  // kLanes consecutive indices first, first + 1, ... that all lie in block `block` (power-of-two
+  // blocks): one table read for the run. Same results and error counts as kLanes lookup()s.
+  template <int kLanes>
+  DSV4_HD DSV4_INLINE void lookup_run(const int32_t* row_table, int32_t first, uint32_t block,
+                                      int32_t (&out)[kLanes], int32_t* errors) const {
+    const bool in_table = block < static_cast<uint32_t>(blocks_per_row);
+    const uint32_t physical = in_table ? static_cast<uint32_t>(load_input(row_table + block)) : ~0u;
+    const bool fits = physical <= max_safe_block;
+    const uint32_t slot0 = physical * static_cast<uint32_t>(block_size) +
+                           (static_cast<uint32_t>(first) & static_cast<uint32_t>(block_size - 1));
+    DSV4_UNROLL
+    for (int e = 0; e < kLanes; ++e) out[e] = fits ? static_cast<int32_t>(slot0 + static_cast<uint32_t>(e)) : -1;
+    if (!fits) *errors += kLanes;
   }
 
   template <bool kPowerOfTwo = false>
@@ -141,11 +156,9 @@ struct MixedSparseIndicesArgs {
 
   // Both caches' block sizes are powers of two: the kernels' shift/mask path.
   bool power_of_two_blocks;
-  // 16-byte accesses are legal (decided once on the host from widths, strides and pointers).
-  bool vector_stores;                   // W % 4 == 0 and sparse_indices 16-byte aligned
-  bool decode_swa_vector_loads;         // ... and the decode SWA rows 16-byte aligned
-  bool decode_compressed_vector_loads;  // decode_compressed rows 16-byte aligned
-  bool prefill_topk_vector_loads;       // prefill_topk rows 16-byte aligned
+  // 16-byte loads and stores throughout: W % 4 == 0, and the output and every matrix input
+  // start 16-byte aligned with row strides that are multiples of 4 (every engine layout).
+  bool vector_path;
 };
 
 static_assert(std::is_trivially_copyable_v<MixedSparseIndicesArgs> &&

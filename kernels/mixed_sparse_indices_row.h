@@ -31,7 +31,6 @@ struct RowStart {
   const int32_t* window_in;      // decode: the token's decode_swa_indices row
   const int32_t* compressed_in;  // decode: decode_compressed row; prefill: prefill_topk row
   int32_t compressed_width;      // columns of compressed_in (Kd or Kp): what may be read
-  bool compressed_vector_loads;  // compressed_in rows are 16-byte aligned
   // decode: decode_compressed_lens[t] (global form, given) or decode_valid[t] (local form,
   // given), loaded with the rest so that the length needs no further round trip; else 1.
   int32_t decode_length_input;
@@ -76,7 +75,6 @@ DSV4_HD DSV4_INLINE RowStart start_row(const MixedSparseIndicesArgs& a, int32_t 
                           ? a.decode_compressed + static_cast<int64_t>(t) * a.decode_compressed_stride
                           : nullptr;
     s.compressed_width = a.decode_width;
-    s.compressed_vector_loads = a.decode_compressed_vector_loads;
     s.decode_length_input = 1;
     if (a.decode_local) {
       if (a.decode_valid != nullptr) s.decode_length_input = a.decode_valid[t];
@@ -89,7 +87,6 @@ DSV4_HD DSV4_INLINE RowStart start_row(const MixedSparseIndicesArgs& a, int32_t 
             ? a.prefill_topk + static_cast<int64_t>(t - a.num_decode_tokens) * a.prefill_topk_stride
             : nullptr;
     s.compressed_width = a.prefill_width;
-    s.compressed_vector_loads = a.prefill_topk_vector_loads;
   }
   return s;
 }
@@ -117,17 +114,15 @@ DSV4_HD DSV4_INLINE RowPlan plan_row(const MixedSparseIndicesArgs& a, const RowS
   return p;
 }
 
-// kLanes consecutive input columns from p; one 16-byte streaming load when `aligned`.
+// kLanes consecutive input columns from p; one 16-byte streaming load on the vector path
+// (whose rows are 16-byte aligned: MixedSparseIndicesArgs::vector_path).
 template <int kLanes>
-DSV4_HD DSV4_INLINE void load_columns(const int32_t* p, bool aligned, int32_t (&v)[kLanes]) {
+DSV4_HD DSV4_INLINE void load_columns(const int32_t* p, int32_t (&v)[kLanes]) {
   if constexpr (kLanes == 4) {
-    if (aligned) {
-      load_stream4(p, v);
-      return;
-    }
+    load_stream4(p, v);
+  } else {
+    v[0] = load_input(p);
   }
-  DSV4_UNROLL
-  for (int e = 0; e < kLanes; ++e) v[e] = load_input(p + e);
 }
 
 template <int kLanes>
@@ -154,7 +149,7 @@ DSV4_HD DSV4_INLINE void load_chunk_inputs(const MixedSparseIndicesArgs& a, cons
   const int32_t c0 = k * kLanes;
   if (c0 < a.window) {  // with kLanes = 4, W % 4 == 0: a chunk is in one part
     if (s.decode) {
-      load_columns<kLanes>(s.window_in + c0, a.decode_swa_vector_loads, v);
+      load_columns<kLanes>(s.window_in + c0, v);
     } else {
       DSV4_UNROLL
       for (int e = 0; e < kLanes; ++e) v[e] = -1;
@@ -163,14 +158,15 @@ DSV4_HD DSV4_INLINE void load_chunk_inputs(const MixedSparseIndicesArgs& a, cons
   }
   const int32_t j0 = c0 - a.window;
   if (j0 + kLanes <= readable) {
-    load_columns<kLanes>(s.compressed_in + j0, s.compressed_vector_loads, v);
+    load_columns<kLanes>(s.compressed_in + j0, v);
     return;
   }
   DSV4_UNROLL
   for (int e = 0; e < kLanes; ++e) v[e] = j0 + e < readable ? load_input(s.compressed_in + j0 + e) : -1;
 }
 
-// Turns chunk k's loaded inputs `v` into its output values (SPEC §3). Window columns c < W:
+// Turns chunk k's loaded inputs `v` into its output values (SPEC §3); the row's request is in
+// range (build_row_share writes other rows as -1 itself). Window columns c < W:
 // decode copies its SWA row; prefill looks up positions swa_start + c. Compressed columns
 // W + j: input j if j < compressed_count, else -1; global decode slots are copied, local
 // indices >= 0 translated through the compressed table. *picks counts the translated inputs
@@ -180,13 +176,18 @@ DSV4_HD DSV4_INLINE void finish_chunk(const MixedSparseIndicesArgs& a, const Row
                                       const RowPlan& p, int32_t k, int32_t (&v)[kLanes],
                                       int32_t* picks, int32_t* errors) {
   const int32_t c0 = k * kLanes;
-  if (!p.request_in_range) {  // unreachable after validation; keeps a drifted copy memory-safe
-    DSV4_UNROLL
-    for (int e = 0; e < kLanes; ++e) v[e] = -1;
-    return;
-  }
   if (c0 < a.window) {
     if (s.decode) return;
+    if constexpr (kPowerOfTwo && kLanes > 1) {
+      // Consecutive positions, mostly in one block: one table read for the chunk.
+      const int32_t first = p.swa_start + c0;
+      const uint32_t block = static_cast<uint32_t>(first) >> a.swa.log2_block_size;
+      if (c0 + kLanes <= p.swa_len &&
+          block == static_cast<uint32_t>(first + kLanes - 1) >> a.swa.log2_block_size) {
+        a.swa.lookup_run<kLanes>(p.swa_table, first, block, v, errors);
+        return;
+      }
+    }
     DSV4_UNROLL
     for (int e = 0; e < kLanes; ++e) {
       const int32_t c = c0 + e;
@@ -265,6 +266,16 @@ DSV4_HD DSV4_INLINE RowShare build_row_share(const MixedSparseIndicesArgs& a, in
   };
   load_pass(rank, share.start.compressed_width, va);
   share.plan = plan_row(a, share.start);
+  if (!share.plan.request_in_range) {  // unreachable after validation; keeps a drifted copy memory-safe
+    DSV4_NO_UNROLL
+    for (int32_t c = rank * kLanes; c < a.row_width; c += group_threads * kLanes) {
+      int32_t minus_one[kLanes];
+      DSV4_UNROLL
+      for (int e = 0; e < kLanes; ++e) minus_one[e] = -1;
+      store_chunk<kLanes>(share.start.out + c, minus_one);
+    }
+    return share;
+  }
   const int32_t readable = share.plan.compressed_count;
   for (int32_t first = rank; first < chunks; first += 2 * pass) {
     if (first + pass < chunks) load_pass(first + pass, readable, vb);

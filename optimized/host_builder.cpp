@@ -36,9 +36,9 @@ class HostBuilder final : public MixedSparseIndicesBuilder {
     const MixedSparseIndicesArgs args =
         make_mixed_sparse_indices_args(request, out.sparse_indices, out.sparse_lens, nullptr);
     if (args.power_of_two_blocks) {
-      content_errors_ += args.vector_stores ? build_rows<true, true>(args) : build_rows<true, false>(args);
+      content_errors_ += args.vector_path ? build_rows<true, true>(args) : build_rows<true, false>(args);
     } else {
-      content_errors_ += args.vector_stores ? build_rows<false, true>(args) : build_rows<false, false>(args);
+      content_errors_ += args.vector_path ? build_rows<false, true>(args) : build_rows<false, false>(args);
     }
     return out;
   }

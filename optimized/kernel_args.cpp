@@ -57,13 +57,12 @@ MixedSparseIndicesArgs make_mixed_sparse_indices_args(const BuildRequest& r,
 
   // Rows start 16-byte aligned when the base is and the row stride is a multiple of 4
   // elements; the vector path needs W % 4 == 0 so that no chunk straddles the two parts.
-  a.vector_stores = r.window % 4 == 0 && aligned16(sparse_indices);
-  a.decode_swa_vector_loads = a.vector_stores && aligned16(r.decode_swa_indices.data) &&
-                              r.decode_swa_indices.row_stride % 4 == 0;
-  a.decode_compressed_vector_loads = a.vector_stores && aligned16(a.decode_compressed) &&
-                                     a.decode_compressed_stride % 4 == 0;
-  a.prefill_topk_vector_loads =
-      a.vector_stores && aligned16(a.prefill_topk) && a.prefill_topk_stride % 4 == 0;
+  // Anything else (odd widths, offset views) takes the scalar path.
+  const auto rows_aligned = [](const Int32Matrix& m) {  // an empty matrix is never read
+    return m.rows == 0 || m.cols == 0 || (aligned16(m.data) && m.row_stride % 4 == 0);
+  };
+  a.vector_path = r.window % 4 == 0 && aligned16(sparse_indices) && rows_aligned(r.decode_swa_indices) &&
+                  rows_aligned(r.decode_compressed) && rows_aligned(r.prefill_topk);
   return a;
 }
 

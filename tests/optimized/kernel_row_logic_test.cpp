@@ -139,7 +139,16 @@ TEST(LaunchShapePolicy, NarrowGroupsForManyRowsWiderForWideRowsAndSmallSteps) {
   EXPECT_FALSE(valid_group_threads(512));
 }
 
-enum class Path { kAsChosen, kScalar, kVectorStoresScalarLoads, kGeneralBlockMath };
+enum class Path { kAsChosen, kScalar, kGeneralBlockMath };
+
+// Every non-empty matrix input has 16-byte rows: an aligned start and a stride of 4k elements.
+bool all_input_rows_16_byte_aligned(const BuildRequest& r) {
+  for (const Int32Matrix* m : {&r.decode_swa_indices, &r.decode_compressed, &r.prefill_topk}) {
+    if (m->cols == 0 || m->rows == 0) continue;
+    if (reinterpret_cast<uintptr_t>(m->data) % 16 != 0 || m->row_stride % 4 != 0) return false;
+  }
+  return true;
+}
 
 // Every row as a group of `group_threads` ranks would build it on the GPU, kChunks chunks per
 // pass (picks summed over the group, rank 0's plan writing the length), or as the host
@@ -187,8 +196,12 @@ int64_t build_as_groups(const MixedSparseIndicesArgs& a, int32_t group_threads, 
   for (int32_t t = 0; t < T; ++t) lens[t] = 0x5a5a5a5a;
   MixedSparseIndicesArgs a = make_mixed_sparse_indices_args(staged.request(), indices, lens, nullptr);
   if (a.row_width != width) return ::testing::AssertionFailure() << "row_width " << a.row_width;
-  if (a.vector_stores != (in.window % 4 == 0)) {
-    return ::testing::AssertionFailure() << "vector_stores " << a.vector_stores << " for W = " << in.window;
+  if (a.vector_path && in.window % 4 != 0) {
+    return ::testing::AssertionFailure() << "vector_path for W = " << in.window;
+  }
+  if (a.vector_path != (in.window % 4 == 0 && all_input_rows_16_byte_aligned(staged.request()))) {
+    return ::testing::AssertionFailure() << "vector_path " << a.vector_path << " for W = " << in.window
+                                         << ", misalign " << options.misalign;
   }
   const auto pow2 = [](int32_t b) { return b > 0 && (b & (b - 1)) == 0; };
   const bool want_pow2 =
@@ -196,17 +209,14 @@ int64_t build_as_groups(const MixedSparseIndicesArgs& a, int32_t group_threads, 
   if (a.power_of_two_blocks != want_pow2) {
     return ::testing::AssertionFailure() << "power_of_two_blocks " << a.power_of_two_blocks;
   }
-  if (path == Path::kScalar) a.vector_stores = false;
-  if (path == Path::kScalar || path == Path::kVectorStoresScalarLoads) {
-    a.decode_swa_vector_loads = a.decode_compressed_vector_loads = a.prefill_topk_vector_loads = false;
-  }
+  if (path == Path::kScalar) a.vector_path = false;
   if (path == Path::kGeneralBlockMath) a.power_of_two_blocks = false;  // the divider is exact too
   int64_t errors = 0;
   if (a.power_of_two_blocks) {
-    errors = a.vector_stores ? build_as_groups<true, true>(a, group_threads, chunks)
+    errors = a.vector_path ? build_as_groups<true, true>(a, group_threads, chunks)
                              : build_as_groups<true, false>(a, group_threads, chunks);
   } else {
-    errors = a.vector_stores ? build_as_groups<false, true>(a, group_threads, chunks)
+    errors = a.vector_path ? build_as_groups<false, true>(a, group_threads, chunks)
                              : build_as_groups<false, false>(a, group_threads, chunks);
   }
   harness::HostIndices actual;
@@ -226,8 +236,7 @@ TEST(RowLogicAsGpuGroups, RandomBuildsOnEveryPathGroupAndChunkCount) {
     for (int32_t group : {1, 8, 16, 32, 64, 256}) {
       for (int32_t chunks : {1, 2, 4, 8}) {
         if ((seed + static_cast<uint64_t>(group) + static_cast<uint64_t>(chunks)) % 3 != 0) continue;
-        for (Path path : {Path::kAsChosen, Path::kScalar, Path::kVectorStoresScalarLoads,
-                          Path::kGeneralBlockMath}) {
+        for (Path path : {Path::kAsChosen, Path::kScalar, Path::kGeneralBlockMath}) {
           ASSERT_TRUE(groups_match_reference(in, group, chunks, path, staging))
               << "seed " << 50000 + seed << " group " << group << " chunks " << chunks << " path "
               << static_cast<int>(path) << ": " << testing::describe(in);
