@@ -16,6 +16,7 @@
 // <prefix>/indexer_hit/<kind>: StepIndexer::layer_indices on a hit (request + key + lookup).
 // cuda/launch_floor/dependent_reads_<n>: one thread following n dependent reads (each a DRAM
 // round trip after the flush) then one store: the latency floor of a small (decode) build.
+// With --warm_l2 (a diagnostic): no L2 flush before the timed builds.
 // With --shape_sweep: cuda/shape/<threads per row>x<chunks>/<model>/<kind>/<case>, the target
 // cases of issue 8 with every compiled launch shape forced (the policy's tuning data).
 // Every staged case is first checked against the reference, element for element, with every
@@ -92,6 +93,7 @@ struct Run {
   CopyBandwidth copy;
   std::map<std::string, std::unique_ptr<opt::MixedSparseIndicesBuilder>> builders;  // by backend + shape
   StagedLayer staged;  // the most recent config only
+  bool warm_l2 = false;  // --warm_l2: no flush before a timed build (a diagnostic: cold vs warm)
   void tear_down() {
     staged = StagedLayer{};
     builders.clear();
@@ -243,7 +245,7 @@ void BM_kernel(benchmark::State& state, KernelConfig cfg) {
   for (auto _ : state) {
     try {
       if (cuda) {
-        run().flusher->flush(stream);
+        if (!run().warm_l2) run().flusher->flush(stream);
         gpu_busy_wait_ns(stream, kHeadStartNs);
         timer->start(stream);
       }
@@ -458,7 +460,7 @@ void register_shape_sweep() {
   }
 }
 
-// Removes --shape_sweep from argv; true when it was there.
+// Removes `flag` from argv; true when it was there.
 bool take_flag(int* argc, char** argv, const char* flag) {
   bool found = false;
   int out = 1;
@@ -529,6 +531,7 @@ int main(int argc, char** argv) {
   try {
     const BackendChoice backends = parse_backends(&argc, argv);
     const bool shape_sweep = take_flag(&argc, argv, "--shape_sweep");
+    run().warm_l2 = take_flag(&argc, argv, "--warm_l2");
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
     Run& r = run();
@@ -541,6 +544,10 @@ int main(int argc, char** argv) {
     }
     benchmark::AddCustomContext("dsv4_device", device);
     benchmark::AddCustomContext("dsv4_commit", build_commit());
+    if (r.warm_l2) {
+      std::printf("kernel_bench: --warm_l2: builds are timed WITHOUT an L2 flush (diagnostic only)\n");
+      benchmark::AddCustomContext("dsv4_warm_l2", "true");
+    }
     if (backends.cuda) {
       r.stream = std::make_unique<GpuStream>();
       r.flusher = std::make_unique<L2Flusher>();

@@ -228,7 +228,8 @@ DSV4_HD DSV4_INLINE int32_t row_length(const MixedSparseIndicesArgs& a, const Ro
   return a.window + (s.decode_length_input != 0 ? picks : 0);  // decode_valid[t]
 }
 
-// Thread `rank`'s share of token t's row: its chunks, in passes of kChunks, software-pipelined:
+// Thread `rank`'s share of token t's row: its chunks (in pass order: i-th = chunk_at(i), i = rank,
+// rank + group_threads, ...), in passes of kChunks, software-pipelined:
 // the first pass's loads are issued before the plan, and each later pass's loads before the
 // pass ahead of it is translated and stored (two register buffers, a and b, taking turns).
 // picks: the thread's part of the row's length (local decode).
@@ -247,18 +248,26 @@ DSV4_HD DSV4_INLINE RowShare build_row_share(const MixedSparseIndicesArgs& a, in
   // (read only where loaded; initialized for the compilers' flow analysis)
   int32_t va[kChunks][kLanes] = {};
   int32_t vb[kChunks][kLanes] = {};
+  // Passes visit the compressed chunks first and the window's last: a prefill row's window
+  // reads nothing, so the first pass (issued before the plan) must hold compressed inputs.
+  const int32_t window_chunks = a.window / kLanes;
+  const auto chunk_at = [&](int32_t i) {  // i-th chunk in pass order, i < chunks
+    const int32_t k = i + window_chunks;
+    return k < chunks ? k : k - chunks;
+  };
   const auto load_pass = [&](int32_t first, int32_t readable, int32_t(&v)[kChunks][kLanes]) {
     DSV4_UNROLL
     for (int b = 0; b < kChunks; ++b) {
-      const int32_t k = first + b * group_threads;
-      if (k < chunks) load_chunk_inputs<kLanes>(a, share.start, k, readable, v[b]);
+      const int32_t i = first + b * group_threads;
+      if (i < chunks) load_chunk_inputs<kLanes>(a, share.start, chunk_at(i), readable, v[b]);
     }
   };
   const auto finish_pass = [&](int32_t first, int32_t(&v)[kChunks][kLanes]) {
     DSV4_UNROLL
     for (int b = 0; b < kChunks; ++b) {
-      const int32_t k = first + b * group_threads;
-      if (k < chunks) {
+      const int32_t i = first + b * group_threads;
+      if (i < chunks) {
+        const int32_t k = chunk_at(i);
         finish_chunk<kPowerOfTwo, kLanes>(a, share.start, share.plan, k, v[b], &share.picks, errors);
         store_chunk<kLanes>(share.start.out + k * kLanes, v[b]);
       }

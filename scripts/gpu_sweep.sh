@@ -28,6 +28,10 @@ timeout 240 ./build-sweep/bench/kernel_bench --backends=cuda --shape_sweep \
   --benchmark_filter='cuda/(shape|launch_floor|copy_bw|kernel/(flash/(SWA-only|C4A|C128A)|pro/C4A)/(prefill8K|prefill8K_ctx120K|decode64_ctx8K)/)' \
   --benchmark_out="$out/sweep.json" --benchmark_out_format=json > "$out/sweep.txt" 2>&1
 echo "== sweep rc=$?"
+timeout 60 ./build-sweep/bench/kernel_bench --backends=cuda --warm_l2 \
+  --benchmark_filter='cuda/kernel/(flash/(SWA-only|C4A|C128A)|pro/C4A)/(prefill8K|prefill8K_ctx120K|decode64_ctx8K)/' \
+  --benchmark_out="$out/warm.json" --benchmark_out_format=json > "$out/warm.txt" 2>&1
+echo "== warm-L2 policy builds (no flush) rc=$?"; python3 bench/summarize_sweep.py "$out/warm.json" | grep policy
 grep -E "ERROR|error" "$out/sweep.txt" | head -5
 for c in flash/C4A/prefill8K flash/SWA-only/decode64_ctx8K; do
   f="$out/ncu_$(echo "$c" | tr / _).txt"
