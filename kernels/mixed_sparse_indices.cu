@@ -110,14 +110,9 @@ KernelFunction select_kernel(const LaunchShape& shape, bool power_of_two, bool v
   constexpr int kChunks = Policy::kDefaultChunks;
   if (!vec4) return power_of_two ? scalar_kernel<true>(shape.group_threads) : scalar_kernel<false>(shape.group_threads);
   if (!power_of_two) return kernel_for_group<kChunks, false, true, RowKinds::kBoth>(shape.group_threads);
-  if (shape.chunks == 1) {
-    switch (rows) {
-      case RowKinds::kDecode: return kernel_for_group<1, true, true, RowKinds::kDecode>(shape.group_threads);
-      case RowKinds::kPrefill: return kernel_for_group<1, true, true, RowKinds::kPrefill>(shape.group_threads);
-      case RowKinds::kBoth: break;
-    }
-    return kernel_for_group<1, true, true, RowKinds::kBoth>(shape.group_threads);
-  }
+  static_assert(sizeof(Policy::kChunkChoices) / sizeof(Policy::kChunkChoices[0]) == 1 &&
+                    Policy::kChunkChoices[0] == kChunks,
+                "one chunk count is compiled");
   switch (rows) {
     case RowKinds::kDecode: return kernel_for_group<kChunks, true, true, RowKinds::kDecode>(shape.group_threads);
     case RowKinds::kPrefill: return kernel_for_group<kChunks, true, true, RowKinds::kPrefill>(shape.group_threads);
@@ -148,8 +143,7 @@ LaunchShape mixed_sparse_indices_launch_shape(const MixedSparseIndicesArgs& args
   LaunchShape shape = valid_group_threads(config.forced.group_threads)
                           ? config.forced
                           : choose_launch_shape(args.num_tokens, args.row_width / 4, config.sm_count);
-  // The power-of-two 16-byte path is compiled for every kChunkChoices, the rest for the default.
-  if (!args.power_of_two_blocks || shape.chunks != 1) shape.chunks = Policy::kDefaultChunks;
+  shape.chunks = Policy::kDefaultChunks;  // the one count compiled
   return shape;
 }
 

@@ -19,10 +19,11 @@ struct MixedSparseIndicesPolicy {
   static constexpr int32_t kManyRowsGroupThreads = 16;
   // Chunks (16 bytes, or one column on the scalar path) a thread handles per pass: all their
   // loads, then all their lookups, then all their stores, the next pass's loads in flight
-  // meanwhile. The H200 sweep of 2, 4 and 8 (bench/results/) found 2 fastest on every target
-  // shape (fewer registers: more rows resident); kChunkChoices is what is compiled.
+  // meanwhile. H200 sweeps of 1, 2, 4 and 8 (bench/results/) found 2 fastest or level on every
+  // target shape (4 and 8: more registers, fewer rows resident; 1: too few loads in flight);
+  // kChunkChoices is what is compiled.
   static constexpr int32_t kDefaultChunks = 2;
-  static constexpr int32_t kChunkChoices[2] = {1, 2};
+  static constexpr int32_t kChunkChoices[1] = {2};
   // Rows of a step with at most this many rows per SM get at least this many threads, so that
   // a small decode step spreads its rows over many SMs.
   static constexpr int32_t kSmallStepRowsPerSm = 2;

@@ -129,11 +129,7 @@ template <int kLanes>
 DSV4_HD DSV4_INLINE void store_chunk(int32_t* p, const int32_t (&v)[kLanes]) {
 #if defined(__CUDA_ARCH__)
   if constexpr (kLanes == 4) {
-#if defined(DSV4_EXPERIMENT_STREAMING_STORES)  // tuning experiment only (scripts/gpu_sweep.sh)
-    __stcs(reinterpret_cast<int4*>(p), make_int4(v[0], v[1], v[2], v[3]));
-#else
     *reinterpret_cast<int4*>(p) = make_int4(v[0], v[1], v[2], v[3]);  // p 16-byte aligned
-#endif
   } else {
     p[0] = v[0];
   }

@@ -32,14 +32,6 @@ timeout 60 ./build-sweep/bench/kernel_bench --backends=cuda --warm_l2 \
   --benchmark_filter='cuda/kernel/(flash/(SWA-only|C4A|C128A)|pro/C4A)/(prefill8K|prefill8K_ctx120K|decode64_ctx8K)/' \
   --benchmark_out="$out/warm.json" --benchmark_out_format=json > "$out/warm.txt" 2>&1
 echo "== warm-L2 policy builds (no flush) rc=$?"; python3 bench/summarize_sweep.py "$out/warm.json" | grep policy
-# Experiment: the same kernels with evict-first (st.global.cs) output stores.
-{ cmake -S . -B build-sweep-cs -G Ninja -DCMAKE_BUILD_TYPE=Release -DDSV4_CUDA=ON \
-    -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CUDA_FLAGS=-DDSV4_EXPERIMENT_STREAMING_STORES "${extra[@]}" &&
-  cmake --build build-sweep-cs -j "$(nproc)" --target kernel_bench; } > "$out/build_cs.log" 2>&1 &&
-timeout 60 ./build-sweep-cs/bench/kernel_bench --backends=cuda \
-  --benchmark_filter='cuda/kernel/(flash/(SWA-only|C4A|C128A)|pro/C4A)/(prefill8K|prefill8K_ctx120K|decode64_ctx8K)/' \
-  --benchmark_out="$out/cs.json" --benchmark_out_format=json > /dev/null 2>&1
-echo "== streaming-store policy builds rc=$?"; python3 bench/summarize_sweep.py "$out/cs.json" | grep policy
 grep -E "ERROR|error" "$out/sweep.txt" | head -5
 for c in flash/C4A/prefill8K flash/SWA-only/decode64_ctx8K; do
   f="$out/ncu_$(echo "$c" | tr / _).txt"

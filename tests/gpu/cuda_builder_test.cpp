@@ -108,7 +108,7 @@ TEST_F(CudaBuilderTest, EveryLaunchShapeMatchesTheReference) {
       }
     }
   }
-  EXPECT_EQ(shapes, 6 * 2);
+  EXPECT_EQ(shapes, 6);
 }
 
 TEST_F(CudaBuilderTest, ErrorsAccumulateUntilTakenThenReset) {
