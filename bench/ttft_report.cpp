@@ -41,7 +41,7 @@ constexpr const char* kUsage = R"(usage: ttft_report [options]
   --reps N                  repetitions per setting, the median is reported (default 3)
   --max-seconds S           stage no new step after S seconds; unfinished prompts are skipped
                             and listed (default 0: no limit)
-  --quick                   CI smoke: prompts 256,768, chunk 512, rest 0,50, 1 rep
+  --quick                   CI smoke: prompts 256,768, chunk 512, rest 0,50 (both stand-ins), 1 rep
 )";
 
 struct Options {
