@@ -407,6 +407,9 @@ TtftRun simulate_ttft(const TtftConfig& config, const RestOfLayer& rest, void* s
     }
   }
   const std::vector<RestSetting> settings = rest_settings(config);
+  for (const RestSetting& s : settings) {
+    if (s.stand_in != StandIn::kNone) rest.info(s.stand_in);  // throws before any work if missing
+  }
   const double run_start = now_us();
   for (auto& [key, times] : measured) {
     if (config.max_seconds > 0 && (now_us() - run_start) * 1e-6 > config.max_seconds) break;
