@@ -71,10 +71,11 @@ __device__ __forceinline__ uint4 bumped(uint4 v) {
 }
 
 // The streaming stand-in. Every thread reads-bumps-writes its grid-stride share of `count`
-// 16-byte words: first one full pass (four loads in flight before their stores, for
-// bandwidth), then on around the buffer, four words between clock checks, until `ns` of
-// %globaltimer have passed since its CTA started. Launched as one resident wave, so the CTAs'
-// start times agree to within the launch ramp.
+// 16-byte words: first one full pass, then on around the buffer, until `ns` of %globaltimer
+// have passed since its CTA started (checked every four words). Four loads are in flight
+// before their stores, for bandwidth. Launched as one resident wave, so the CTAs' start times
+// agree to within the launch ramp. If count < 4 x stride a word may be bumped twice in one
+// group of four; that changes no timing that matters (count >= 64 MiB / 16 B >> stride).
 __global__ void streaming_wait_kernel(uint4* buffer, size_t count, uint64_t ns) {
   __shared__ uint64_t start;
   if (threadIdx.x == 0) start = globaltimer_ns();
@@ -93,11 +94,17 @@ __global__ void streaming_wait_kernel(uint4* buffer, size_t count, uint64_t ns) 
   // The pass is complete for this thread; i is past the end: wrap around.
   while (i >= count) i -= count;
   while (globaltimer_ns() - start < ns) {
+    size_t at[4];
     for (int k = 0; k < 4; ++k) {
-      buffer[i] = bumped(buffer[i]);
+      at[k] = i;
       i += stride;
       while (i >= count) i -= count;
     }
+    const uint4 a = buffer[at[0]], b = buffer[at[1]], c = buffer[at[2]], d = buffer[at[3]];
+    buffer[at[0]] = bumped(a);
+    buffer[at[1]] = bumped(b);
+    buffer[at[2]] = bumped(c);
+    buffer[at[3]] = bumped(d);
   }
 }
 
