@@ -356,7 +356,7 @@ std::string to_markdown(const nlohmann::json& doc) {
     if (s.contains("one_pass_us")) {
       os << " One pass (a request of 0) takes " << fixed(s["one_pass_us"].get<double>(), 1)
          << " us, " << fixed(s["one_pass_gbps"].get<double>(), 0)
-         << " GB/s read + written, launch included.";
+         << " GB/s read + written, start-up overhead included.";
     }
     os << " " << calibration_line(s["calibration"]) << "\n";
   }
