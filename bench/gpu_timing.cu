@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -63,6 +64,49 @@ __global__ void read_flush_kernel(const uint4* buffer, size_t count, unsigned* s
     acc ^= v.x ^ v.y ^ v.z ^ v.w;
   }
   if (acc == 0x9e3779b9u) *sink = acc;  // practically never; the compiler can't know
+}
+
+// Adds 1 to each 32-bit lane of the 16-byte word: a read and a write the compiler must keep.
+__device__ __forceinline__ uint4 bumped(uint4 v) {
+  return make_uint4(v.x + 1u, v.y + 1u, v.z + 1u, v.w + 1u);
+}
+
+// The streaming stand-in. Every thread reads-bumps-writes its grid-stride share of `count`
+// 16-byte words: first one full pass, then on around the buffer, until `ns` of %globaltimer
+// have passed since its CTA started (checked every four words). Four loads are in flight
+// before their stores, for bandwidth. Launched as one resident wave, so the CTAs' start times
+// agree to within the launch ramp. If count < 4 x stride a word may be bumped twice in one
+// group of four; that changes no timing that matters (count >= 64 MiB / 16 B >> stride).
+__global__ void streaming_wait_kernel(uint4* buffer, size_t count, uint64_t ns) {
+  __shared__ uint64_t start;
+  if (threadIdx.x == 0) start = globaltimer_ns();
+  __syncthreads();
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  for (; i + 3 * stride < count; i += 4 * stride) {
+    const uint4 a = buffer[i], b = buffer[i + stride], c = buffer[i + 2 * stride],
+                d = buffer[i + 3 * stride];
+    buffer[i] = bumped(a);
+    buffer[i + stride] = bumped(b);
+    buffer[i + 2 * stride] = bumped(c);
+    buffer[i + 3 * stride] = bumped(d);
+  }
+  for (; i < count; i += stride) buffer[i] = bumped(buffer[i]);
+  // The pass is complete for this thread; i is past the end: wrap around.
+  while (i >= count) i -= count;
+  while (globaltimer_ns() - start < ns) {
+    size_t at[4];
+    for (int k = 0; k < 4; ++k) {
+      at[k] = i;
+      i += stride;
+      while (i >= count) i -= count;
+    }
+    const uint4 a = buffer[at[0]], b = buffer[at[1]], c = buffer[at[2]], d = buffer[at[3]];
+    buffer[at[0]] = bumped(a);
+    buffer[at[1]] = bumped(b);
+    buffer[at[2]] = bumped(c);
+    buffer[at[3]] = bumped(d);
+  }
 }
 
 // The launch floor's kernels: nothing to do, so their time is the launch alone.
@@ -235,8 +279,20 @@ void gpu_busy_wait_ns(void* stream, int64_t ns) {
   BENCH_CUDA_CHECK(cudaGetLastError());
 }
 
-BusyWaitCalibration calibrate_busy_wait(void* stream) {
-  BusyWaitCalibration cal;
+double measure_on_stream_us(void* stream, int samples, const std::function<void()>& enqueue) {
+  if (samples < 1) throw std::invalid_argument("measure_on_stream_us: samples < 1");
+  EventTimer timer;
+  std::vector<double> us;
+  for (int i = 0; i < samples; ++i) {
+    timer.start(stream);
+    enqueue();
+    timer.stop(stream);
+    us.push_back(timer.elapsed_us());
+  }
+  return median(us);
+}
+
+DurationCalibration calibrate_busy_wait(void* stream) {
   unsigned long long* tick = nullptr;
   BENCH_CUDA_CHECK(cudaMalloc(&tick, sizeof(*tick)));
   globaltimer_tick_kernel<<<1, 1, 0, as_stream(stream)>>>(100000, tick);
@@ -247,34 +303,92 @@ BusyWaitCalibration calibrate_busy_wait(void* stream) {
                              as_stream(stream));
   }
   if (status == cudaSuccess) status = cudaStreamSynchronize(as_stream(stream));
-  cudaFree(tick);
+  const cudaError_t freed = cudaFree(tick);
   BENCH_CUDA_CHECK(status);
-  cal.globaltimer_tick_ns = static_cast<double>(tick_host);
+  BENCH_CUDA_CHECK(freed);
 
-  EventTimer timer;
   gpu_busy_wait_ns(stream, 1000);  // warm-up: module load stays out of the numbers
   BENCH_CUDA_CHECK(cudaStreamSynchronize(as_stream(stream)));
-  for (double requested : {0.0, 10.0, 50.0, 100.0, 500.0, 2000.0}) {
-    std::vector<double> samples;
-    for (int i = 0; i < 5; ++i) {
-      timer.start(stream);
-      gpu_busy_wait_ns(stream, static_cast<int64_t>(requested * 1000.0));
-      timer.stop(stream);
-      samples.push_back(timer.elapsed_us());
-    }
-    cal.points.push_back({requested, median(samples)});
-  }
-  if (!fit_busy_wait_line(cal)) {
+  DurationCalibration cal =
+      calibrate_durations(busy_wait_calibration_points(), 5, [stream](double requested) {
+        return measure_on_stream_us(stream, 1, [&] {
+          gpu_busy_wait_ns(stream, static_cast<int64_t>(requested * 1000.0));
+        });
+      });
+  cal.globaltimer_tick_ns = static_cast<double>(tick_host);
+  if (!cal.fit_plausible) {
     std::fprintf(stderr, "warning: busy-wait slope is implausible; using 1.0\n");
   }
   return cal;
 }
 
-void gpu_busy_wait_us(void* stream, const BusyWaitCalibration& calibration, double us) {
+void gpu_busy_wait_us(void* stream, const DurationCalibration& calibration, double us) {
   if (us <= 0) return;
-  const double corrected = std::max(0.0, (us - calibration.offset_us) / calibration.slope);
-  gpu_busy_wait_ns(stream, static_cast<int64_t>(corrected * 1000.0));
+  gpu_busy_wait_ns(stream, static_cast<int64_t>(calibration.request_for(us) * 1000.0));
 }
+
+StreamingWait::StreamingWait() {
+  const GpuInfo info = gpu_info();
+  if (!info.present) throw std::runtime_error("StreamingWait: " + info.why_absent);
+  if (info.l2_bytes <= 0 || info.sm_count <= 0) {
+    throw std::runtime_error("StreamingWait: device reports L2 " + std::to_string(info.l2_bytes) +
+                             " bytes, " + std::to_string(info.sm_count) + " SMs");
+  }
+  l2_bytes_ = info.l2_bytes;
+  constexpr size_t kMiB = size_t{1} << 20;
+  const size_t wanted = std::max<size_t>(2 * static_cast<size_t>(info.l2_bytes), 64 * kMiB);
+  bytes_ = (wanted + kMiB - 1) / kMiB * kMiB;  // >= 2 x L2, a whole number of 16-byte words
+  threads_ = 512;
+  int per_sm = 0;
+  BENCH_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      &per_sm, streaming_wait_kernel, static_cast<int>(threads_), 0));
+  if (per_sm < 1) throw std::runtime_error("StreamingWait: kernel cannot be resident (occupancy 0)");
+  blocks_ = static_cast<unsigned>(per_sm) * static_cast<unsigned>(info.sm_count);
+  BENCH_CUDA_CHECK(cudaMalloc(&buffer_, bytes_));
+  try {
+    // The stream is non-blocking: the memset (legacy stream) must be complete before any use.
+    BENCH_CUDA_CHECK(cudaMemset(buffer_, 0x5a, bytes_));
+    BENCH_CUDA_CHECK(cudaDeviceSynchronize());
+  } catch (...) {
+    cudaFree(buffer_);  // the destructor does not run for a throwing constructor
+    buffer_ = nullptr;
+    throw;
+  }
+}
+StreamingWait::~StreamingWait() {
+  if (buffer_ != nullptr) cudaFree(buffer_);
+}
+void StreamingWait::run_ns(void* stream, int64_t ns) {
+  if (ns < 0 || ns > 1000000000) {
+    throw std::invalid_argument("StreamingWait::run_ns: ns " + std::to_string(ns) +
+                                " outside [0, 1e9]");
+  }
+  streaming_wait_kernel<<<blocks_, threads_, 0, as_stream(stream)>>>(
+      static_cast<uint4*>(buffer_), bytes_ / sizeof(uint4), static_cast<uint64_t>(ns));
+  BENCH_CUDA_CHECK(cudaGetLastError());
+}
+
+DurationCalibration calibrate_streaming_wait(StreamingWait& wait, void* stream) {
+  wait.run_ns(stream, 0);  // warm-up: module load and first touch stay out of the numbers
+  BENCH_CUDA_CHECK(cudaStreamSynchronize(as_stream(stream)));
+  DurationCalibration cal =
+      calibrate_durations(streaming_calibration_points(), 5, [&wait, stream](double requested) {
+        return measure_on_stream_us(stream, 1, [&] {
+          wait.run_ns(stream, static_cast<int64_t>(requested * 1000.0));
+        });
+      });
+  if (!cal.fit_plausible) {
+    std::fprintf(stderr, "warning: streaming-kernel slope is implausible; using 1.0\n");
+  }
+  return cal;
+}
+
+void gpu_streaming_wait_us(void* stream, StreamingWait& wait, const DurationCalibration& calibration,
+                           double us) {
+  if (us <= 0) return;
+  wait.run_ns(stream, static_cast<int64_t>(calibration.request_for(us) * 1000.0));
+}
+
 void launch_empty_kernel(void* stream) {
   void* params[] = {nullptr};  // the kernel takes none; a valid array all the same
   launch_checked(reinterpret_cast<const void*>(&empty_kernel), params, stream,

@@ -1,11 +1,14 @@
 // Device-side timing tools of the benchmarks: CUDA streams and events, an L2 flush, the
-// device-to-device copy bandwidth ceiling and a calibrated busy-wait kernel. Declared in
-// every build; without CUDA compiled in (gpu_timing_host.cpp) gpu_info().present is false
-// and everything else throws std::runtime_error. Every CUDA call is checked: a failure
-// throws std::runtime_error naming the call, the file:line and the CUDA error.
+// device-to-device copy bandwidth ceiling and two calibrated stand-ins for "the rest of a
+// layer" (a busy-wait kernel and an L2-evicting streaming kernel). Declared in every build;
+// without CUDA compiled in (gpu_timing_host.cpp) gpu_info().present is false and every device
+// tool throws std::runtime_error (the calibration fit is plain C++ and works everywhere).
+// Every CUDA call is checked: a failure throws std::runtime_error naming the call, the
+// file:line and the CUDA error.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -105,23 +108,84 @@ CopyBandwidth measure_copy_bandwidth(size_t bytes, int reps, void* stream);
 // stream. The "rest of the layer" of the TTFT simulation and the benchmarks' head start.
 void gpu_busy_wait_ns(void* stream, int64_t ns);
 
-// Event-measured duration of busy-waits: measured_us = offset_us + slope * requested_us,
-// fitted over requests of 10..2000 us (median of 5 each); busy_wait_us() inverts it.
-struct BusyWaitCalibration {
+// Measured duration of a stand-in as a function of the requested one:
+// measured_us = offset_us + slope * requested_us, fitted by least squares over the points of
+// fit_from_us and up (medians of a few samples each); request_for() inverts it. The same
+// struct serves the GPU busy-wait, the GPU streaming kernel and their CPU stand-ins.
+struct DurationCalibration {
   struct Point {
     double requested_us = 0, measured_us = 0;
   };
   std::vector<Point> points;
   double offset_us = 0, slope = 1;
-  double globaltimer_tick_ns = 0;  // smallest nonzero %globaltimer step seen
+  // The shortest the stand-in takes: measured for a request of 0 (one launch for the
+  // busy-wait, one full pass over its buffer for the streaming kernel).
+  double shortest_us = 0;
+  // Points below this were left out of the fit: max(10 us, 1.25 x shortest_us), so a
+  // streaming kernel's one-pass floor does not bend the line.
+  double fit_from_us = 10;
+  int samples = 0;             // measurements per point (the point is their median)
+  int fit_points = 0;          // points the fit used (< 2: offset 0, slope 1)
+  bool fit_plausible = true;   // false: the fitted slope was outside 0.5..2, offset 0, slope 1 kept
+  double globaltimer_tick_ns = 0;  // GPU only: smallest nonzero %globaltimer step seen
+
+  // The request that the fit says takes `us` (0 for us <= 0; never negative).
+  double request_for(double us) const;
 };
-// Fits offset_us and slope by least squares over the points of 10 us and up (GPU and CPU
-// calibrations alike). Returns false, leaving offset 0 and slope 1, when the fitted slope is
-// implausible (outside 0.5..2).
-bool fit_busy_wait_line(BusyWaitCalibration& calibration);
-BusyWaitCalibration calibrate_busy_wait(void* stream);
+
+// Fits offset_us and slope by least squares over the points of fit_from_us and up. Returns
+// false, leaving offset 0 and slope 1, when the fitted slope is implausible (outside 0.5..2);
+// fewer than two points also leave offset 0 and slope 1 (and return true).
+bool fit_duration_line(DurationCalibration& calibration);
+// Calls measure_us(requested) `samples` times per requested duration (the first must be 0),
+// keeps the medians, sets shortest_us and fit_from_us and fits the line. Used by every
+// stand-in, GPU and CPU, so both stand-ins of a run are calibrated the same way.
+DurationCalibration calibrate_durations(const std::vector<double>& requested_us, int samples,
+                                        const std::function<double(double)>& measure_us);
+
+// Requests the busy-wait calibration uses (us).
+const std::vector<double>& busy_wait_calibration_points();
+// Requests the streaming calibrations use (us): more points above a ~50 us pass.
+const std::vector<double>& streaming_calibration_points();
+
+DurationCalibration calibrate_busy_wait(void* stream);
 // A busy-wait that the calibration says takes `us` on the stream (no launch for us <= 0).
-void gpu_busy_wait_us(void* stream, const BusyWaitCalibration& calibration, double us);
+void gpu_busy_wait_us(void* stream, const DurationCalibration& calibration, double us);
+
+// The streaming stand-in for the rest of a layer: one kernel that reads and writes (16-byte
+// load, +1, store) a device buffer of max(2 x L2 size, 64 MiB), first one full pass over the
+// whole buffer and then on around it until %globaltimer says `ns` have passed since the
+// kernel started. So it always evicts the L2 (unlike the busy-wait, which touches no memory
+// and leaves the builder's inputs cached from one layer to the next), leaves dirty lines
+// behind as a real layer's writes would, and takes max(ns, one pass) plus launch overhead.
+// One wave of CTAs (occupancy-sized, all resident), so every CTA starts at launch.
+class StreamingWait {
+ public:
+  StreamingWait();  // allocates and initialises the buffer; throws without a device
+  ~StreamingWait();
+  StreamingWait(const StreamingWait&) = delete;
+  StreamingWait& operator=(const StreamingWait&) = delete;
+  void run_ns(void* stream, int64_t ns);  // ns in [0, 1e9]; 0: exactly one pass
+  size_t bytes() const { return bytes_; }
+  int64_t l2_bytes() const { return l2_bytes_; }
+  unsigned blocks() const { return blocks_; }
+  unsigned threads() const { return threads_; }
+
+ private:
+  void* buffer_ = nullptr;
+  size_t bytes_ = 0;
+  int64_t l2_bytes_ = 0;
+  unsigned blocks_ = 0, threads_ = 0;
+};
+// Event-measured calibration of the streaming kernel (shortest_us = one pass).
+DurationCalibration calibrate_streaming_wait(StreamingWait& wait, void* stream);
+// A streaming kernel that the calibration says takes `us` (no launch for us <= 0; at least
+// one pass, so requests below shortest_us take shortest_us).
+void gpu_streaming_wait_us(void* stream, StreamingWait& wait, const DurationCalibration& calibration,
+                           double us);
+
+// Event-measured duration (us) of whatever `enqueue` puts on the stream: median of `samples`.
+double measure_on_stream_us(void* stream, int samples, const std::function<void()>& enqueue);
 
 // The launch floor: an empty kernel (1 CTA of 32 threads) launched the way the builder
 // launches its kernel, cudaLaunchKernel then cudaGetLastError, both checked.

@@ -43,8 +43,21 @@ void L2Flusher::flush(void*) { no_cuda("L2Flusher::flush"); }
 
 CopyBandwidth measure_copy_bandwidth(size_t, int, void*) { no_cuda("measure_copy_bandwidth"); }
 void gpu_busy_wait_ns(void*, int64_t) { no_cuda("gpu_busy_wait_ns"); }
-BusyWaitCalibration calibrate_busy_wait(void*) { no_cuda("calibrate_busy_wait"); }
-void gpu_busy_wait_us(void*, const BusyWaitCalibration&, double) { no_cuda("gpu_busy_wait_us"); }
+DurationCalibration calibrate_busy_wait(void*) { no_cuda("calibrate_busy_wait"); }
+void gpu_busy_wait_us(void*, const DurationCalibration&, double) { no_cuda("gpu_busy_wait_us"); }
+double measure_on_stream_us(void*, int, const std::function<void()>&) {
+  no_cuda("measure_on_stream_us");
+}
+
+StreamingWait::StreamingWait() { no_cuda("StreamingWait"); }
+StreamingWait::~StreamingWait() = default;
+void StreamingWait::run_ns(void*, int64_t) { no_cuda("StreamingWait::run_ns"); }
+DurationCalibration calibrate_streaming_wait(StreamingWait&, void*) {
+  no_cuda("calibrate_streaming_wait");
+}
+void gpu_streaming_wait_us(void*, StreamingWait&, const DurationCalibration&, double) {
+  no_cuda("gpu_streaming_wait_us");
+}
 void launch_empty_kernel(void*) { no_cuda("launch_empty_kernel"); }
 void launch_empty_kernel_args(void*, const LaunchFloorArgs&) { no_cuda("launch_empty_kernel_args"); }
 DependentReadChain::DependentReadChain() { no_cuda("DependentReadChain"); }

@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""Plots ttft_report's JSON: TTFT gain % vs prompt length (log x), one line per rest-of-layer
-setting, one panel per model (dashed/dotted lines for runs with background decodes).
+"""Plots ttft_report's JSON: TTFT gain % vs prompt length (log x), one panel per model, one
+colour per rest-of-layer duration; solid lines for the busy-wait stand-in (and rest 0, which
+runs none), dashed for the streaming stand-in of the same duration (it evicts the L2); marker
+shapes tell background-decode settings apart when there are several.
 
 usage: plot_ttft.py ttft.json [--out ttft.png]
+Reads JSON from before the stand_in column too (every rest > 0 was a busy-wait then).
 """
 import argparse
 import json
@@ -14,15 +17,21 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-LINESTYLES = ["-", "--", ":", "-."]
+STAND_IN_STYLE = {"none": "-", "busy-wait": "-", "streaming": "--"}
+STAND_IN_ORDER = {"none": 0, "busy-wait": 1, "streaming": 2}
+MARKERS = ["o", "s", "^", "D", "v"]
 
 
-def rest_label(us):
+def stand_in(r):
+    """The row's stand-in; JSON from before the column had only the busy-wait."""
+    return r.get("stand_in", "none" if r["rest_of_layer_us"] == 0 else "busy-wait")
+
+
+def rest_label(us, who):
     if us == 0:
         return "rest of layer 0 (upper bound)"
-    if us >= 1000:
-        return f"rest of layer {us / 1000:g} ms"
-    return f"rest of layer {us:g} us"
+    amount = f"{us / 1000:g} ms" if us >= 1000 else f"{us:g} us"
+    return f"rest of layer {amount}, {who}"
 
 
 def token_label(t):
@@ -42,25 +51,27 @@ def main():
         return 1
     models = list(dict.fromkeys(r["model"] for r in results))
     rests = sorted({r["rest_of_layer_us"] for r in results})
+    stand_ins = sorted({stand_in(r) for r in results}, key=lambda s: STAND_IN_ORDER.get(s, 9))
     backgrounds = sorted({r["background_decodes"] for r in results})
     prompts = sorted({r["prompt_tokens"] for r in results})
 
-    fig, axes = plt.subplots(1, len(models), figsize=(6 * len(models), 4.5), squeeze=False)
+    fig, axes = plt.subplots(1, len(models), figsize=(6.5 * len(models), 5), squeeze=False)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for ax, model in zip(axes[0], models):
         for ci, rest in enumerate(rests):
-            for bi, bg in enumerate(backgrounds):
-                pts = sorted((r["prompt_tokens"], r["gain_pct"]) for r in results
-                             if r["model"] == model and r["rest_of_layer_us"] == rest
-                             and r["background_decodes"] == bg)
-                if not pts:
-                    continue
-                label = rest_label(rest)
-                if len(backgrounds) > 1:
-                    label += f", {bg} background decodes"
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o",
-                        color=colors[ci % len(colors)], linestyle=LINESTYLES[bi % len(LINESTYLES)],
-                        label=label)
+            for who in stand_ins:
+                for bi, bg in enumerate(backgrounds):
+                    pts = sorted((r["prompt_tokens"], r["gain_pct"]) for r in results
+                                 if r["model"] == model and r["rest_of_layer_us"] == rest
+                                 and stand_in(r) == who and r["background_decodes"] == bg)
+                    if not pts:
+                        continue
+                    label = rest_label(rest, who)
+                    if len(backgrounds) > 1:
+                        label += f", {bg} background decodes"
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts],
+                            marker=MARKERS[bi % len(MARKERS)], color=colors[ci % len(colors)],
+                            linestyle=STAND_IN_STYLE.get(who, ":"), label=label)
         layers = next(r["layers"] for r in results if r["model"] == model)
         ax.set_title(f"{model} ({layers} layers)")
         ax.set_xscale("log", base=2)
@@ -70,12 +81,15 @@ def main():
         ax.set_ylabel("TTFT gain of the cache (%)")
         ax.axhline(0, color="gray", linewidth=0.5)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=7)
     device = (f"{meta.get('gpu_name', '?')}, CUDA events" if meta.get("backend") == "cuda"
               else "CPU timings (host backend)")
+    styles = "solid: busy-wait stand-in, dashed: streaming stand-in (evicts L2)"
+    if "streaming" not in stand_ins:
+        styles = "rest of layer: busy-wait stand-in"
     fig.suptitle(f"TTFT gain of the per-step index cache: {device}; "
-                 f"{meta.get('chunk_tokens', '?')} tokens/step; commit {meta.get('git_commit', '?')}",
-                 fontsize=10)
+                 f"{meta.get('chunk_tokens', '?')} tokens/step; commit {meta.get('git_commit', '?')}\n"
+                 f"{styles}", fontsize=10)
     fig.tight_layout()
     out = args.out or os.path.join(os.path.dirname(os.path.abspath(args.json)), "ttft.png")
     fig.savefig(out, dpi=120)

@@ -263,23 +263,82 @@ def step_section(doc, lines, targets, floor_notes):
     return [(n, r["error"]) for n, r in runs.items() if "error" in r]
 
 
+def ttft_stand_in(r):
+    """A TTFT row's stand-in; JSON from before the column had only the busy-wait."""
+    return r.get("stand_in", "none" if r["rest_of_layer_us"] == 0 else "busy-wait")
+
+
 def ttft_section(doc, lines):
     meta = doc.get("metadata", {})
     lines.append("## TTFT: chunked prefill through the whole schedule\n")
     lines.append(f"- {meta.get('timing', '')}; GPU {meta.get('gpu_name', '?')}, driver "
                  f"{meta.get('driver_version', '?')}, runtime {meta.get('cuda_runtime_version', '?')}, "
                  f"commit {meta.get('git_commit', '?')}, {meta.get('date', '')}")
-    lines.append(f"- {meta.get('chunk_tokens', '?')} tokens per step; rest of layer: "
-                 f"{meta.get('rest_of_layer', '?')}; gain = (uncached - cached) / uncached, "
-                 f"median of {meta.get('reps', '?')}\n")
-    lines.append("| model | prompt | background decodes | rest of layer us | TTFT uncached ms | "
+    lines.append(f"- {meta.get('chunk_tokens', '?')} tokens per step; gain = (uncached - cached) / "
+                 f"uncached, median of {meta.get('reps', '?')}; rest of layer 0 runs no stand-in")
+    stand_ins = meta.get("stand_ins")
+    if stand_ins:
+        for s in stand_ins:
+            cal = s.get("calibration", {})
+            extra = ""
+            if "one_pass_us" in s:
+                extra = (f"; one pass {fmt(s['one_pass_us'], 1)} us "
+                         f"({fmt(s.get('one_pass_gbps'), 0)} GB/s read + written)")
+            lines.append(f"- stand-in **{s['name']}**: {s.get('what', '?')}; calibration "
+                         f"measured = {fmt(cal.get('offset_us'), 2)} us + {fmt(cal.get('slope'), 4)} x "
+                         f"requested{extra}")
+    else:
+        lines.append(f"- rest of layer: {meta.get('rest_of_layer', '?')} (stand-in busy-wait)")
+    if meta.get("measure_seconds") is not None:
+        budget = f" of a {fmt(meta['max_seconds'], 0)} s budget" if meta.get("max_seconds") else ""
+        lines.append(f"- staged and measured in {fmt(meta['measure_seconds'], 1)} s{budget}")
+    for skipped in meta.get("skipped", []):
+        lines.append(f"- NOT MEASURED (time budget): {skipped}")
+    checks = meta.get("stand_in_check", [])
+    if checks and stand_ins:
+        names = [s["name"] for s in stand_ins]
+        tol = meta.get("stand_in_match_tolerance_pct", 5)
+        lines.append("\nStand-in durations, each measured alone (they should match within "
+                     f"{fmt(tol, 0)} %):\n")
+        lines.append("| rest of layer us | " + " | ".join(f"{n} us" for n in names) +
+                     " | streaming vs busy-wait | note |")
+        lines.append("|---:|" + "---:|" * len(names) + "---:|---|")
+        for c in checks:
+            measured = c.get("measured_us", {})
+            pct = c.get("streaming_vs_busy_wait_pct")
+            notes = []
+            if c.get("matched") is False:
+                notes.append("MISMATCH")
+            if c.get("below_one_streaming_pass"):
+                notes.append("shorter than one streaming pass")
+            lines.append(f"| {fmt(c['requested_us'], 0)} | " +
+                         " | ".join(fmt(measured.get(n), 1) for n in names) +
+                         f" | {'–' if pct is None else fmt(pct, 1) + ' %'} | {'; '.join(notes)} |")
+    lines.append("")
+    lines.append("| model | prompt | background decodes | rest of layer us | stand-in | TTFT uncached ms | "
                  "TTFT cached ms | gain % |")
-    lines.append("|---|---:|---:|---:|---:|---:|---:|")
+    lines.append("|---|---:|---:|---:|---|---:|---:|---:|")
     for r in doc.get("results", []):
         lines.append(f"| {r['model']} | {r['prompt_tokens']} | {r['background_decodes']} | "
-                     f"{fmt(r['rest_of_layer_us'], 0)} | {fmt(r['uncached_ms'], 3)} | "
+                     f"{fmt(r['rest_of_layer_us'], 0)} | {ttft_stand_in(r)} | {fmt(r['uncached_ms'], 3)} | "
                      f"{fmt(r['cached_ms'], 3)} | {fmt(r['gain_pct'], 2)} |")
     lines.append("")
+    # The two stand-ins side by side: what evicting the L2 does to the gain.
+    pairs = {}
+    for r in doc.get("results", []):
+        key = (r["model"], r["prompt_tokens"], r["background_decodes"], r["rest_of_layer_us"])
+        pairs.setdefault(key, {})[ttft_stand_in(r)] = r["gain_pct"]
+    both = [(k, v) for k, v in pairs.items() if "busy-wait" in v and "streaming" in v]
+    if both:
+        lines.append("Gain with each stand-in of the same duration (streaming evicts the L2 between "
+                     "layers; busy-wait leaves the builder's inputs cached):\n")
+        lines.append("| model | prompt | background decodes | rest of layer us | gain % busy-wait | "
+                     "gain % streaming | difference (points) |")
+        lines.append("|---|---:|---:|---:|---:|---:|---:|")
+        for (model, prompt, bg, rest), v in both:
+            lines.append(f"| {model} | {prompt} | {bg} | {fmt(rest, 0)} | {fmt(v['busy-wait'], 2)} | "
+                         f"{fmt(v['streaming'], 2)} | {fmt(v['streaming'] - v['busy-wait'], 2)} |")
+        lines.append("")
 
 
 def main():

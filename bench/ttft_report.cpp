@@ -1,6 +1,10 @@
 // ttft_report: how much time-to-first-token the per-step index cache saves (issue 5).
-// Simulates chunked prefill (ttft_sim.h) uncached vs cached and writes ttft.md + ttft.json
-// into --out DIR; bench/plot_ttft.py draws ttft.png from the JSON.
+// Simulates chunked prefill (ttft_sim.h) uncached vs cached, with the rest of each layer
+// played by a busy-wait and by an L2-evicting streaming kernel of the same calibrated
+// duration, and writes ttft.md + ttft.json into --out DIR; bench/plot_ttft.py draws ttft.png
+// from the JSON.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -31,10 +35,13 @@ constexpr const char* kUsage = R"(usage: ttft_report [options]
   --background-decodes LIST decode requests added to every step (default 0)
   --background-context N    their context length (default 8192)
   --rest-us LIST            rest-of-layer durations in us (default 0,100,500,2000)
+  --stand-ins LIST          what plays each rest > 0: busy-wait (touches no memory),
+                            streaming (reads+writes >= 2 x L2, same duration)
+                            (default busy-wait,streaming; rest 0 runs neither)
   --reps N                  repetitions per setting, the median is reported (default 3)
   --max-seconds S           stage no new step after S seconds; unfinished prompts are skipped
                             and listed (default 0: no limit)
-  --quick                   CI smoke: prompts 256,768, chunk 512, rest 0,50, 1 rep
+  --quick                   CI smoke: prompts 256,768, chunk 512, rest 0,50 (both stand-ins), 1 rep
 )";
 
 struct Options {
@@ -115,6 +122,16 @@ Options parse_options(int argc, char** argv) {
       o.config.background_context = parse_one<int32_t>(flag, value);
     } else if (flag == "--rest-us") {
       o.config.rest_us = parse_list<double>(flag, value);
+    } else if (flag == "--stand-ins") {
+      o.config.stand_ins.clear();
+      for (const std::string& name : parse_list<std::string>(flag, value)) {
+        const StandIn s = stand_in_from_name(name);
+        if (std::find(o.config.stand_ins.begin(), o.config.stand_ins.end(), s) !=
+            o.config.stand_ins.end()) {
+          throw std::invalid_argument("--stand-ins: " + name + " given twice");
+        }
+        o.config.stand_ins.push_back(s);
+      }
     } else if (flag == "--reps") {
       o.config.reps = parse_one<int>(flag, value);
     } else if (flag == "--max-seconds") {
@@ -129,9 +146,15 @@ Options parse_options(int argc, char** argv) {
   for (int32_t b : o.config.background_decodes) {
     if (b < 0) throw std::invalid_argument("--background-decodes: " + std::to_string(b) + " < 0");
   }
-  for (double r : o.config.rest_us) {
-    if (r < 0 || r > 100000) {
+  for (size_t i = 0; i < o.config.rest_us.size(); ++i) {
+    const double r = o.config.rest_us[i];
+    if (!(r >= 0 && r <= 100000)) {
       throw std::invalid_argument("--rest-us: " + std::to_string(r) + " outside [0, 100000]");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (o.config.rest_us[j] == r) {
+        throw std::invalid_argument("--rest-us: " + std::to_string(r) + " given twice");
+      }
     }
   }
   if (o.config.chunk_tokens < 1) throw std::invalid_argument("--chunk: must be >= 1");
@@ -171,10 +194,74 @@ std::string rest_label(double us) {
   return fixed(us, 0) + " us";
 }
 
+// Streaming vs busy-wait: stand-ins whose measured durations differ by more than this are
+// flagged as not matching (the TTFT rows of that rest would compare unequal times).
+constexpr double kStandInMatchPct = 5.0;
+constexpr int kStandInCheckSamples = 5;
+
+nlohmann::json calibration_json(const DurationCalibration& cal) {
+  nlohmann::json points = nlohmann::json::array();
+  for (const auto& p : cal.points) {
+    points.push_back({{"requested_us", p.requested_us}, {"measured_us", p.measured_us}});
+  }
+  return {{"points", points},
+          {"offset_us", cal.offset_us},
+          {"slope", cal.slope},
+          {"shortest_us", cal.shortest_us},
+          {"fit_from_us", cal.fit_from_us},
+          {"samples", cal.samples},
+          {"fit_points", cal.fit_points},
+          {"fit_plausible", cal.fit_plausible},
+          {"globaltimer_tick_ns", cal.globaltimer_tick_ns}};
+}
+
 nlohmann::json to_json(const Options& o, const GpuInfo& gpu, const RestOfLayer& rest,
-                       const TtftRun& run) {
+                       const std::vector<StandInCheck>& checks, const TtftRun& run) {
   using nlohmann::json;
   const bool cuda = o.config.backend == opt::Backend::kCuda;
+  std::string rest_of_layer;
+  json stand_ins = json::array();
+  for (const StandInInfo& i : rest.stand_ins()) {
+    rest_of_layer += (rest_of_layer.empty() ? "" : "; ") + std::string(stand_in_name(i.stand_in)) +
+                     " = " + i.what;
+    json entry = {{"name", stand_in_name(i.stand_in)},
+                  {"what", i.what},
+                  {"calibration", calibration_json(i.calibration)}};
+    if (i.stand_in == StandIn::kStreaming) {
+      entry["buffer_bytes"] = i.buffer_bytes;
+      entry["cache_bytes"] = i.cache_bytes;
+      entry["evicts_cache"] = i.evicts_cache;
+      entry["one_pass_us"] = i.calibration.shortest_us;
+      // Bytes read + written per pass over the pass's measured time (launch included).
+      entry["one_pass_gbps"] = i.calibration.shortest_us > 0
+                                   ? 2.0 * static_cast<double>(i.buffer_bytes) /
+                                         (i.calibration.shortest_us * 1e3)
+                                   : 0.0;
+    }
+    stand_ins.push_back(entry);
+  }
+  double streaming_pass_us = 0;
+  for (const StandInInfo& i : rest.stand_ins()) {
+    if (i.stand_in == StandIn::kStreaming) streaming_pass_us = i.calibration.shortest_us;
+  }
+  json check_rows = json::array();
+  for (const StandInCheck& c : checks) {
+    json measured = json::object();
+    double busy = 0, streaming = 0;
+    for (size_t k = 0; k < c.stand_ins.size(); ++k) {
+      measured[stand_in_name(c.stand_ins[k])] = c.measured_us[k];
+      if (c.stand_ins[k] == StandIn::kBusyWait) busy = c.measured_us[k];
+      if (c.stand_ins[k] == StandIn::kStreaming) streaming = c.measured_us[k];
+    }
+    json row = {{"requested_us", c.requested_us}, {"measured_us", measured}};
+    if (busy > 0 && streaming > 0) {
+      const double pct = 100.0 * (streaming - busy) / busy;
+      row["streaming_vs_busy_wait_pct"] = pct;
+      row["matched"] = std::fabs(pct) <= kStandInMatchPct;
+    }
+    if (streaming_pass_us > 0) row["below_one_streaming_pass"] = c.requested_us < streaming_pass_us;
+    check_rows.push_back(row);
+  }
   json meta = {
       {"date", utc_now_iso8601()},
       {"backend", opt::backend_name(o.config.backend)},
@@ -188,24 +275,22 @@ nlohmann::json to_json(const Options& o, const GpuInfo& gpu, const RestOfLayer& 
       {"background_context", o.config.background_context},
       {"reps", o.config.reps},
       {"quick", o.quick},
-      {"rest_of_layer", rest.what()},
+      {"rest_of_layer", rest_of_layer},
+      {"stand_ins", stand_ins},
+      {"stand_in_check", check_rows},
+      {"stand_in_check_samples", kStandInCheckSamples},
+      {"stand_in_match_tolerance_pct", kStandInMatchPct},
   };
-  json points = json::array();
-  for (const auto& p : rest.calibration().points) {
-    points.push_back({{"requested_us", p.requested_us}, {"measured_us", p.measured_us}});
-  }
-  meta["rest_calibration"] = {{"points", points},
-                              {"offset_us", rest.calibration().offset_us},
-                              {"slope", rest.calibration().slope},
-                              {"globaltimer_tick_ns", rest.calibration().globaltimer_tick_ns}};
   json rows = json::array();
   meta["skipped"] = run.skipped;
   meta["max_seconds"] = o.config.max_seconds;
+  meta["measure_seconds"] = run.measure_seconds;
   for (const TtftResult& r : run.results) {
     rows.push_back({{"model", r.model},
                     {"prompt_tokens", r.prompt_tokens},
                     {"background_decodes", r.background_decodes},
                     {"rest_of_layer_us", r.rest_us},
+                    {"stand_in", stand_in_name(r.stand_in)},
                     {"steps", r.steps},
                     {"layers", r.layers},
                     {"builder_calls_uncached", r.builder_calls_uncached},
@@ -222,6 +307,22 @@ nlohmann::json to_json(const Options& o, const GpuInfo& gpu, const RestOfLayer& 
   return {{"metadata", meta}, {"results", rows}};
 }
 
+std::string calibration_line(const nlohmann::json& cal) {
+  std::ostringstream os;
+  os << "calibration (requested -> measured us, median of " << cal["samples"].get<int>() << "):";
+  for (const nlohmann::json& p : cal["points"]) {
+    os << " " << fixed(p["requested_us"].get<double>(), 0) << " -> "
+       << fixed(p["measured_us"].get<double>(), 1);
+  }
+  os << "; fit over the " << cal["fit_points"].get<int>() << " points from "
+     << fixed(cal["fit_from_us"].get<double>(), 0) << " us: measured = "
+     << fixed(cal["offset_us"].get<double>(), 2) << " us + " << fixed(cal["slope"].get<double>(), 4)
+     << " x requested";
+  if (!cal["fit_plausible"].get<bool>()) os << " (IMPLAUSIBLE slope: offset 0, slope 1 used)";
+  if (cal["fit_points"].get<int>() < 2) os << " (too few points: offset 0, slope 1 used)";
+  return os.str();
+}
+
 std::string to_markdown(const nlohmann::json& doc) {
   const nlohmann::json& m = doc["metadata"];
   std::ostringstream os;
@@ -235,13 +336,65 @@ std::string to_markdown(const nlohmann::json& doc) {
      << "\n";
   os << "- chunked prefill, " << m["chunk_tokens"].get<int>()
      << " tokens per step; each layer = its index lookup/build (StepIndexer) + the rest of the "
-        "layer simulated by a "
-     << m["rest_of_layer"].get<std::string>() << "; median of " << m["reps"].get<int>()
-     << " repetitions; gain = (uncached - cached) / uncached\n";
-  os << "- rest of layer 0 gives the upper bound of the gain (index work only)\n";
+        "layer, played by a stand-in of calibrated duration (below); median of "
+     << m["reps"].get<int>() << " repetitions; gain = (uncached - cached) / uncached\n";
+  os << "- rest of layer 0 runs no stand-in (stand-in \"none\") and gives the upper bound of the "
+        "gain (index work only)\n";
+  os << "- staged and measured in " << fixed(m["measure_seconds"].get<double>(), 1) << " s";
+  if (m["max_seconds"].get<double>() > 0) {
+    os << " (budget: no new step after " << fixed(m["max_seconds"].get<double>(), 0) << " s)";
+  }
+  os << "\n";
   for (const nlohmann::json& skipped : m["skipped"]) {
     os << "- NOT MEASURED (time budget of " << m["max_seconds"].get<double>()
        << " s reached): " << skipped.get<std::string>() << "\n";
+  }
+
+  os << "\n## Stand-ins for the rest of each layer\n\n";
+  for (const nlohmann::json& s : m["stand_ins"]) {
+    os << "- **" << s["name"].get<std::string>() << "**: " << s["what"].get<std::string>() << ".";
+    if (s.contains("one_pass_us")) {
+      os << " One pass (a request of 0) takes " << fixed(s["one_pass_us"].get<double>(), 1)
+         << " us, " << fixed(s["one_pass_gbps"].get<double>(), 0)
+         << " GB/s read + written, start-up overhead included.";
+    }
+    os << " " << calibration_line(s["calibration"]) << "\n";
+  }
+  const nlohmann::json& checks = m["stand_in_check"];
+  if (!checks.empty()) {
+    std::vector<std::string> names;
+    for (const nlohmann::json& s : m["stand_ins"]) names.push_back(s["name"].get<std::string>());
+    os << "\nEach stand-in's measured duration when asked for each rest of layer (median of "
+       << m["stand_in_check_samples"].get<int>() << ", each run alone";
+    if (names.size() > 1) {
+      os << "; they should match within " << fixed(m["stand_in_match_tolerance_pct"].get<double>(), 0)
+         << " %";
+    }
+    os << "):\n\n| rest of layer |";
+    for (const std::string& n : names) os << " " << n << " measured (us) |";
+    os << " streaming vs busy-wait | note |\n|---:|";
+    for (size_t k = 0; k < names.size(); ++k) os << "---:|";
+    os << "---:|---|\n";
+    for (const nlohmann::json& c : checks) {
+      const double requested = c["requested_us"].get<double>();
+      os << "| " << rest_label(requested) << " |";
+      for (const std::string& n : names) {
+        os << " " << fixed(c["measured_us"][n].get<double>(), 1) << " |";
+      }
+      std::string note;
+      if (c.contains("streaming_vs_busy_wait_pct")) {
+        const double pct = c["streaming_vs_busy_wait_pct"].get<double>();
+        os << " " << (pct >= 0 ? "+" : "") << fixed(pct, 1) << " % |";
+        if (!c["matched"].get<bool>()) note = "MISMATCH: the two stand-ins' rows compare unequal times";
+      } else {
+        os << " – |";
+      }
+      if (c.value("below_one_streaming_pass", false)) {
+        if (!note.empty()) note += "; ";
+        note += "shorter than one streaming pass: the streaming stand-in takes a whole pass";
+      }
+      os << " " << note << " |\n";
+    }
   }
   os << "\n";
   std::string model;
@@ -249,13 +402,14 @@ std::string to_markdown(const nlohmann::json& doc) {
     if (r["model"].get<std::string>() != model) {
       model = r["model"].get<std::string>();
       os << "\n## " << model_schedule(model).name << " (" << r["layers"].get<int>() << " layers)\n\n";
-      os << "| prompt | steps | background decodes | rest of layer | builds uncached -> cached | "
-            "TTFT uncached (ms) | TTFT cached (ms) | gain |\n";
-      os << "|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+      os << "| prompt | steps | background decodes | rest of layer | stand-in | builds uncached -> "
+            "cached | TTFT uncached (ms) | TTFT cached (ms) | gain |\n";
+      os << "|---:|---:|---:|---:|---|---:|---:|---:|---:|\n";
     }
     os << "| " << tokens_label(r["prompt_tokens"].get<int32_t>()) << " | " << r["steps"].get<int>()
        << " | " << r["background_decodes"].get<int>() << " | "
        << rest_label(r["rest_of_layer_us"].get<double>()) << " | "
+       << r["stand_in"].get<std::string>() << " | "
        << r["builder_calls_uncached"].get<int64_t>() << " -> " << r["builder_calls_cached"].get<int64_t>()
        << " | " << fixed(r["uncached_ms"].get<double>(), 3) << " | "
        << fixed(r["cached_ms"].get<double>(), 3) << " | " << fixed(r["gain_pct"].get<double>(), 2)
@@ -276,20 +430,57 @@ int run_report(int argc, char** argv) {
   const bool cuda = o.config.backend == opt::Backend::kCuda;
   const GpuInfo gpu = gpu_info();
   std::printf("ttft_report: %s\n", device_line(gpu, cuda).c_str());
-  if (!cuda) std::printf("ttft_report: CPU TIMINGS: rest of layer is a CPU spin, not a GPU kernel\n");
+  if (!cuda) {
+    std::printf("ttft_report: CPU TIMINGS: the stand-ins for the rest of the layer are CPU loops, "
+                "not GPU kernels\n");
+  }
   std::printf("ttft_report: commit %s%s\n", o.commit.c_str(), o.quick ? " (--quick smoke run)" : "");
 
   std::unique_ptr<GpuStream> stream;
   if (cuda) stream = std::make_unique<GpuStream>();
   void* s = stream ? stream->get() : nullptr;
-  const RestOfLayer rest(o.config.backend, s);
-  const BusyWaitCalibration& cal = rest.calibration();
-  std::printf("ttft_report: rest of layer = %s; calibration (requested -> measured us):", rest.what());
-  for (const auto& p : cal.points) std::printf(" %.0f->%.1f", p.requested_us, p.measured_us);
-  std::printf("; fit offset %.2f us, slope %.4f", cal.offset_us, cal.slope);
-  if (cuda) std::printf("; %%globaltimer tick %.0f ns", cal.globaltimer_tick_ns);
-  std::printf("\nttft_report: busy-waits alone take >= %.1f s of this run\n",
-              estimated_rest_seconds(o.config));
+  const RestOfLayer rest(o.config.backend, s, o.config.stand_ins);
+  for (const StandInInfo& i : rest.stand_ins()) {
+    const DurationCalibration& cal = i.calibration;
+    std::printf("ttft_report: stand-in %s = %s\nttft_report:   calibration (requested -> measured us):",
+                stand_in_name(i.stand_in), i.what.c_str());
+    for (const auto& p : cal.points) std::printf(" %.0f->%.1f", p.requested_us, p.measured_us);
+    std::printf("; fit over %d points from %.0f us: offset %.2f us, slope %.4f", cal.fit_points,
+                cal.fit_from_us, cal.offset_us, cal.slope);
+    if (cuda && i.stand_in == StandIn::kBusyWait) {
+      std::printf("; %%globaltimer tick %.0f ns", cal.globaltimer_tick_ns);
+    }
+    if (i.stand_in == StandIn::kStreaming) std::printf("; one pass %.1f us", cal.shortest_us);
+    std::printf("\n");
+  }
+  const std::vector<StandInCheck> checks = check_stand_ins(o.config, rest, kStandInCheckSamples);
+  for (const StandInCheck& c : checks) {
+    std::printf("ttft_report: rest of layer %.0f us measured as", c.requested_us);
+    double busy = 0, streaming = 0;
+    for (size_t k = 0; k < c.stand_ins.size(); ++k) {
+      std::printf(" %s %.1f us", stand_in_name(c.stand_ins[k]), c.measured_us[k]);
+      if (c.stand_ins[k] == StandIn::kBusyWait) busy = c.measured_us[k];
+      if (c.stand_ins[k] == StandIn::kStreaming) streaming = c.measured_us[k];
+    }
+    if (busy > 0 && streaming > 0) {
+      const double pct = 100.0 * (streaming - busy) / busy;
+      std::printf(" (streaming %+.1f %%%s)", pct,
+                  std::fabs(pct) > kStandInMatchPct ? ": MISMATCH" : "");
+    }
+    for (const StandInInfo& i : rest.stand_ins()) {
+      if (i.stand_in == StandIn::kStreaming && c.requested_us < i.calibration.shortest_us) {
+        std::printf("; WARNING: shorter than one streaming pass (%.1f us)", i.calibration.shortest_us);
+      }
+    }
+    std::printf("\n");
+  }
+  const double rest_s = estimated_rest_seconds(o.config, rest);
+  std::printf("ttft_report: the stand-ins alone take >= %.1f s of this run", rest_s);
+  if (o.config.max_seconds > 0) {
+    std::printf(" (budget %.0f s%s)", o.config.max_seconds,
+                rest_s > 0.8 * o.config.max_seconds ? ": the longest prompts may be skipped" : "");
+  }
+  std::printf("\n");
   std::fflush(stdout);
 
   const TtftRun run =
@@ -297,8 +488,9 @@ int run_report(int argc, char** argv) {
         std::printf("ttft_report: %s\n", line.c_str());
         std::fflush(stdout);
       });
+  std::printf("ttft_report: staged and measured in %.1f s\n", run.measure_seconds);
 
-  const nlohmann::json doc = to_json(o, gpu, rest, run);
+  const nlohmann::json doc = to_json(o, gpu, rest, checks, run);
   const std::string md = to_markdown(doc);
   std::filesystem::create_directories(o.out_dir);
   const std::filesystem::path dir(o.out_dir);

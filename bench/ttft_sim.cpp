@@ -1,6 +1,10 @@
 #include "bench/ttft_sim.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -13,25 +17,76 @@
 namespace dsv4::bench {
 namespace {
 
+constexpr int64_t kMiB = int64_t{1} << 20;
+// The CPU streaming loop's buffer is 2 x the last-level cache, but at most this: the host
+// backend is a smoke test, and one thread streaming 2 x a server's LLC (hundreds of MiB)
+// would take ~0.1 s per layer. Where the cap binds, the stand-in says it does not evict.
+constexpr int64_t kHostStreamMaxBytes = 64 * kMiB;
+constexpr int64_t kHostStreamMinBytes = 16 * kMiB;
+
 void cpu_spin_us(double us) {
   const double end = now_us() + us;
   while (now_us() < end) {
   }
 }
 
-BusyWaitCalibration calibrate_cpu_spin() {
-  BusyWaitCalibration cal;
-  for (double requested : {0.0, 10.0, 50.0, 100.0, 500.0, 2000.0}) {
-    std::vector<double> samples;
-    for (int i = 0; i < 5; ++i) {
-      const double t0 = now_us();
-      cpu_spin_us(requested);
-      samples.push_back(now_us() - t0);
-    }
-    cal.points.push_back({requested, median(samples)});
+// One full read+write pass over the buffer, then on around it until `us` have passed.
+void cpu_stream_us(std::vector<uint64_t>& buffer, double us) {
+  const double end = now_us() + us;
+  uint64_t* p = buffer.data();
+  const size_t n = buffer.size();
+  for (size_t i = 0; i < n; ++i) p[i] += 1;
+  size_t i = 0;
+  while (now_us() < end) {
+    const size_t stop = std::min(n, i + 4096);  // 32 KiB between clock reads
+    for (; i < stop; ++i) p[i] += 1;
+    if (i == n) i = 0;
   }
-  fit_busy_wait_line(cal);
-  return cal;
+}
+
+// The size of cpu0's highest-level data/unified cache (sysfs, else sysconf); 0 when unknown.
+int64_t host_last_level_cache_bytes() {
+  int64_t best = 0;
+  int best_level = 0;
+  for (int index = 0; index < 16; ++index) {
+    const std::string dir =
+        "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
+    std::ifstream level_file(dir + "level"), type_file(dir + "type"), size_file(dir + "size");
+    int level = 0;
+    std::string type, size;
+    if (!(level_file >> level) || !(type_file >> type) || !(size_file >> size)) break;
+    if (type == "Instruction" || size.empty()) continue;
+    int64_t bytes = 0;
+    try {
+      bytes = std::stoll(size);
+    } catch (const std::exception&) {
+      continue;
+    }
+    const char unit = size.back();
+    if (unit == 'K') bytes *= 1024;
+    if (unit == 'M') bytes *= kMiB;
+    if (unit == 'G') bytes *= 1024 * kMiB;
+    if (level > best_level || (level == best_level && bytes > best)) {
+      best_level = level;
+      best = bytes;
+    }
+  }
+  if (best > 0) return best;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (l3 > 0) return l3;
+#endif
+#ifdef _SC_LEVEL2_CACHE_SIZE
+  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  if (l2 > 0) return l2;
+#endif
+  return 0;
+}
+
+std::string mib(int64_t bytes) {
+  std::ostringstream os;
+  os << static_cast<double>(bytes) / static_cast<double>(kMiB) << " MiB";
+  return os.str();
 }
 
 struct StepRun {
@@ -40,7 +95,8 @@ struct StepRun {
 };
 
 StepRun run_step(opt::MixedSparseIndicesBuilder& builder, const StagedStep& s, bool cached,
-                 double rest_us, const RestOfLayer& rest, EventTimer* timer, void* stream) {
+                 const RestSetting& setting, const RestOfLayer& rest, EventTimer* timer,
+                 void* stream) {
   StepRun out;
   const double t0 = now_us();
   if (timer != nullptr) timer->start(stream);
@@ -48,7 +104,7 @@ StepRun run_step(opt::MixedSparseIndicesBuilder& builder, const StagedStep& s, b
   const std::vector<int32_t>& ratios = s.schedule.compress_ratios;
   for (int32_t l = 0; l < static_cast<int32_t>(ratios.size()); ++l) {
     indexer.layer_indices(ratios[static_cast<size_t>(l)], s.staged->c4a(l));
-    rest.run(rest_us);
+    rest.run(setting.stand_in, setting.rest_us);
   }
   if (timer != nullptr) {
     timer->stop(stream);
@@ -85,22 +141,158 @@ struct StepTimes {
 
 }  // namespace
 
-RestOfLayer::RestOfLayer(opt::Backend backend, void* stream) : backend_(backend), stream_(stream) {
-  calibration_ = backend == opt::Backend::kCuda ? calibrate_busy_wait(stream) : calibrate_cpu_spin();
+const char* stand_in_name(StandIn stand_in) {
+  switch (stand_in) {
+    case StandIn::kNone:
+      return "none";
+    case StandIn::kBusyWait:
+      return "busy-wait";
+    case StandIn::kStreaming:
+      return "streaming";
+  }
+  return "?";
 }
 
-void RestOfLayer::run(double us) const {
-  if (us <= 0) return;
-  if (backend_ == opt::Backend::kCuda) {
-    gpu_busy_wait_us(stream_, calibration_, us);
-  } else {
-    cpu_spin_us(std::max(0.0, (us - calibration_.offset_us) / calibration_.slope));
+StandIn stand_in_from_name(const std::string& name) {
+  if (name == "busy-wait") return StandIn::kBusyWait;
+  if (name == "streaming") return StandIn::kStreaming;
+  throw std::invalid_argument("unknown stand-in '" + name + "' (busy-wait, streaming)");
+}
+
+std::vector<RestSetting> rest_settings(const TtftConfig& config) {
+  std::vector<RestSetting> out;
+  bool zero = false;
+  for (double us : config.rest_us) {
+    if (us <= 0) {
+      if (!zero) out.push_back({0.0, StandIn::kNone});
+      zero = true;
+      continue;
+    }
+    for (StandIn s : config.stand_ins) {
+      if (s != StandIn::kNone) out.push_back({us, s});
+    }
+  }
+  return out;
+}
+
+RestOfLayer::RestOfLayer(opt::Backend backend, void* stream, const std::vector<StandIn>& stand_ins)
+    : backend_(backend), stream_(stream) {
+  const bool cuda = backend == opt::Backend::kCuda;
+  for (StandIn s : stand_ins) {
+    if (s == StandIn::kNone) continue;
+    bool seen = false;
+    for (const StandInInfo& i : infos_) seen = seen || i.stand_in == s;
+    if (seen) continue;
+    StandInInfo info;
+    info.stand_in = s;
+    if (s == StandIn::kBusyWait) {
+      if (cuda) {
+        info.what = "busy-wait kernel on the builder's stream (1 thread, %globaltimer; touches "
+                    "no memory)";
+        info.calibration = calibrate_busy_wait(stream);
+      } else {
+        info.what = "CPU spin (steady_clock; touches no memory)";
+        info.calibration = calibrate_durations(busy_wait_calibration_points(), 5, [](double us) {
+          const double t0 = now_us();
+          cpu_spin_us(us);
+          return now_us() - t0;
+        });
+      }
+    } else if (cuda) {
+      gpu_streaming_ = std::make_unique<StreamingWait>();
+      info.buffer_bytes = static_cast<int64_t>(gpu_streaming_->bytes());
+      info.cache_bytes = gpu_streaming_->l2_bytes();
+      info.evicts_cache = info.buffer_bytes >= 2 * info.cache_bytes;
+      info.what = "streaming kernel on the builder's stream (" +
+                  std::to_string(gpu_streaming_->blocks()) + " CTAs x " +
+                  std::to_string(gpu_streaming_->threads()) + " threads): reads and writes " +
+                  mib(info.buffer_bytes) + " (>= 2 x the " + mib(info.cache_bytes) +
+                  " L2) per pass, one full pass at least, then on until %globaltimer says done";
+      info.calibration = calibrate_streaming_wait(*gpu_streaming_, stream);
+    } else {
+      const int64_t llc = host_last_level_cache_bytes();
+      const int64_t assumed = llc > 0 ? llc : 32 * kMiB;
+      const int64_t bytes =
+          std::min(kHostStreamMaxBytes, std::max(kHostStreamMinBytes, 2 * assumed));
+      host_buffer_.assign(static_cast<size_t>(bytes) / sizeof(uint64_t), 0x5a5a5a5a5a5a5a5aull);
+      info.buffer_bytes = bytes;
+      info.cache_bytes = assumed;
+      info.evicts_cache = bytes >= 2 * assumed;
+      info.what = "CPU streaming loop (one thread, read+write) over " + mib(bytes) +
+                  ", one full pass at least; LLC " +
+                  (llc > 0 ? mib(llc) : std::string("unknown (assumed 32 MiB)")) +
+                  (info.evicts_cache ? std::string(", so >= 2 x LLC")
+                                     : ": 2 x LLC capped at " + mib(kHostStreamMaxBytes) +
+                                           " for the smoke test, so it does NOT evict the LLC");
+      info.calibration =
+          calibrate_durations(streaming_calibration_points(), 5, [this](double us) {
+            const double t0 = now_us();
+            cpu_stream_us(host_buffer_, us);
+            return now_us() - t0;
+          });
+    }
+    if (!info.calibration.fit_plausible) {
+      std::fprintf(stderr, "warning: %s stand-in: implausible calibration slope; using 1.0\n",
+                   stand_in_name(s));
+    }
+    infos_.push_back(std::move(info));
   }
 }
 
-const char* RestOfLayer::what() const {
-  return backend_ == opt::Backend::kCuda ? "busy-wait kernel on the builder's stream (%globaltimer)"
-                                         : "CPU spin (steady_clock)";
+RestOfLayer::~RestOfLayer() = default;
+
+const StandInInfo& RestOfLayer::info(StandIn stand_in) const {
+  for (const StandInInfo& i : infos_) {
+    if (i.stand_in == stand_in) return i;
+  }
+  throw std::invalid_argument(std::string("RestOfLayer: stand-in ") + stand_in_name(stand_in) +
+                              " was not calibrated");
+}
+
+void RestOfLayer::run(StandIn stand_in, double us) const {
+  if (us <= 0 || stand_in == StandIn::kNone) return;
+  const DurationCalibration& cal = info(stand_in).calibration;
+  const bool cuda = backend_ == opt::Backend::kCuda;
+  if (stand_in == StandIn::kBusyWait) {
+    if (cuda) {
+      gpu_busy_wait_us(stream_, cal, us);
+    } else {
+      cpu_spin_us(cal.request_for(us));
+    }
+  } else if (cuda) {
+    gpu_streaming_wait_us(stream_, *gpu_streaming_, cal, us);
+  } else {
+    cpu_stream_us(host_buffer_, cal.request_for(us));
+  }
+}
+
+double RestOfLayer::measure_us(StandIn stand_in, double us, int samples) const {
+  if (backend_ == opt::Backend::kCuda) {
+    return measure_on_stream_us(stream_, samples, [&] { run(stand_in, us); });
+  }
+  std::vector<double> wall;
+  for (int i = 0; i < samples; ++i) {
+    const double t0 = now_us();
+    run(stand_in, us);
+    wall.push_back(now_us() - t0);
+  }
+  return median(wall);
+}
+
+std::vector<StandInCheck> check_stand_ins(const TtftConfig& config, const RestOfLayer& rest,
+                                          int samples) {
+  std::vector<StandInCheck> out;
+  for (double us : config.rest_us) {
+    if (us <= 0) continue;
+    StandInCheck check;
+    check.requested_us = us;
+    for (const StandInInfo& i : rest.stand_ins()) {
+      check.stand_ins.push_back(i.stand_in);
+      check.measured_us.push_back(rest.measure_us(i.stand_in, us, samples));
+    }
+    out.push_back(std::move(check));
+  }
+  return out;
 }
 
 double TtftResult::uncached_median_us() const { return median(uncached_us); }
@@ -114,13 +306,17 @@ double TtftResult::wall_gain_pct() const {
   return u > 0 ? 100.0 * (u - median(cached_wall_us)) / u : 0;
 }
 
-double estimated_rest_seconds(const TtftConfig& config) {
+double estimated_rest_seconds(const TtftConfig& config, const RestOfLayer& rest) {
   std::map<ChunkStep, int> distinct;
   for (int32_t prompt : config.prompts) {
     for (const ChunkStep& c : chunk_steps(prompt, config.chunk_tokens)) distinct[c] = 1;
   }
   double rest_sum_us = 0;
-  for (double r : config.rest_us) rest_sum_us += r;
+  for (const RestSetting& s : rest_settings(config)) {
+    if (s.rest_us > 0) {
+      rest_sum_us += std::max(s.rest_us, rest.info(s.stand_in).calibration.shortest_us);
+    }
+  }
   double layers = 0;
   for (const std::string& model : config.models) layers += model_schedule(model).num_layers();
   return static_cast<double>(distinct.size()) * layers * rest_sum_us * 2.0 * config.reps *
@@ -147,15 +343,15 @@ std::vector<StepTimes> measure_step(const TtftConfig& config, const ref::ModelSc
   const std::unique_ptr<StagedStep> staged =
       stage_step(config.backend, shape, schedule, /*keep_host=*/false);
   const double measure_start = now_us();
-  for (bool cached : {false, true}) run_step(builder, *staged, cached, 0, rest, timer, stream);
+  for (bool cached : {false, true}) run_step(builder, *staged, cached, {}, rest, timer, stream);
   const int64_t calls_uncached = expected_builder_calls(schedule, false);
   const int64_t calls_cached = expected_builder_calls(schedule, true);
-  std::vector<StepTimes> times(config.rest_us.size());
+  const std::vector<RestSetting> settings = rest_settings(config);
+  std::vector<StepTimes> times(settings.size());
   for (size_t i = 0; i < times.size(); ++i) {
     for (int rep = 0; rep < config.reps; ++rep) {
       for (bool cached : {false, true}) {
-        const StepRun run =
-            run_step(builder, *staged, cached, config.rest_us[i], rest, timer, stream);
+        const StepRun run = run_step(builder, *staged, cached, settings[i], rest, timer, stream);
         const int64_t expected = cached ? calls_cached : calls_uncached;
         if (run.builder_calls != expected || run.content_errors != 0) {
           std::ostringstream os;
@@ -210,6 +406,10 @@ TtftRun simulate_ttft(const TtftConfig& config, const RestOfLayer& rest, void* s
       }
     }
   }
+  const std::vector<RestSetting> settings = rest_settings(config);
+  for (const RestSetting& s : settings) {
+    if (s.stand_in != StandIn::kNone) rest.info(s.stand_in);  // throws before any work if missing
+  }
   const double run_start = now_us();
   for (auto& [key, times] : measured) {
     if (config.max_seconds > 0 && (now_us() - run_start) * 1e-6 > config.max_seconds) break;
@@ -220,6 +420,7 @@ TtftRun simulate_ttft(const TtftConfig& config, const RestOfLayer& rest, void* s
 
   // TTFT of a prompt = the sum of its steps' times, repetition by repetition.
   TtftRun out;
+  out.measure_seconds = (now_us() - run_start) * 1e-6;
   const size_t reps = static_cast<size_t>(config.reps);
   for (size_t m = 0; m < schedules.size(); ++m) {
     const ref::ModelSchedule& schedule = schedules[m];
@@ -234,12 +435,13 @@ TtftRun simulate_ttft(const TtftConfig& config, const RestOfLayer& rest, void* s
                                 " background decodes");
           continue;
         }
-        for (size_t i = 0; i < config.rest_us.size(); ++i) {
+        for (size_t i = 0; i < settings.size(); ++i) {
           TtftResult res;
           res.model = config.models[m];
           res.prompt_tokens = prompt;
           res.background_decodes = config.background_decodes[b];
-          res.rest_us = config.rest_us[i];
+          res.rest_us = settings[i].rest_us;
+          res.stand_in = settings[i].stand_in;
           res.steps = static_cast<int32_t>(steps.size());
           res.layers = schedule.num_layers();
           res.builder_calls_uncached = expected_builder_calls(schedule, false) * res.steps;

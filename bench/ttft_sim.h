@@ -1,9 +1,14 @@
 // The TTFT simulation (issue 5): chunked prefill of one prompt through a whole model schedule,
 // each layer = its index lookup/build (one StepIndexer per step) + a fixed "rest of the
-// layer" (a calibrated busy-wait on the same stream; a CPU spin on the host backend).
+// layer" played by a stand-in of calibrated duration on the same stream: a busy-wait kernel
+// (touches no memory: the builder's inputs stay in L2 between layers, which flatters both
+// paths) or a streaming kernel of the same duration that reads and writes >= 2 x L2 (the
+// L2 is evicted between layers, as a real attention + MoE would). The host backend has CPU
+// versions of both (a spin, a streaming loop).
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,6 +16,11 @@
 #include "optimized/builder.h"
 
 namespace dsv4::bench {
+
+// What stands in for the rest of a layer. kNone: rest 0, nothing runs (the upper bound).
+enum class StandIn { kNone, kBusyWait, kStreaming };
+const char* stand_in_name(StandIn stand_in);  // "none", "busy-wait", "streaming"
+StandIn stand_in_from_name(const std::string& name);  // "busy-wait" | "streaming"; else throws
 
 struct TtftConfig {
   opt::Backend backend = opt::Backend::kHost;
@@ -20,29 +30,71 @@ struct TtftConfig {
   std::vector<int32_t> background_decodes = {0};  // decode requests added to every step
   int32_t background_context = 8192;               // their seq_len
   std::vector<double> rest_us = {0, 100, 500, 2000};  // rest of each layer
+  // Every rest_us > 0 is measured with each of these (rest 0 once, with no stand-in).
+  std::vector<StandIn> stand_ins = {StandIn::kBusyWait, StandIn::kStreaming};
   int reps = 3;
   double max_seconds = 0;  // > 0: stage no new step after this long; unfinished prompts are skipped
+};
+
+// One measured setting of a step: a rest duration and what plays it.
+struct RestSetting {
+  double rest_us = 0;
+  StandIn stand_in = StandIn::kNone;
+};
+// The settings of `config` in report order: rest 0 once (kNone), then each rest_us > 0 with
+// each stand-in, in the order given.
+std::vector<RestSetting> rest_settings(const TtftConfig& config);
+
+// One calibrated stand-in.
+struct StandInInfo {
+  StandIn stand_in = StandIn::kNone;
+  std::string what;  // one line: what runs, on what, how long it can be
+  DurationCalibration calibration;
+  // Streaming only: the buffer streamed each pass, the cache it is sized against (the GPU's
+  // L2, the CPU's last-level cache) and whether the buffer is >= 2 x that cache.
+  int64_t buffer_bytes = 0, cache_bytes = 0;
+  bool evicts_cache = false;
 };
 
 // Stands in for everything a layer does besides its indices.
 class RestOfLayer {
  public:
-  // CUDA: calibrates the busy-wait kernel on `stream`; host: calibrates a CPU spin.
-  RestOfLayer(opt::Backend backend, void* stream);
-  void run(double us) const;  // enqueues (CUDA) or spins (host); nothing for us <= 0
-  const BusyWaitCalibration& calibration() const { return calibration_; }
-  const char* what() const;  // "busy-wait kernel (%globaltimer)" or "CPU spin"
+  // Calibrates each of `stand_ins`: CUDA kernels on `stream`, or their CPU versions.
+  RestOfLayer(opt::Backend backend, void* stream, const std::vector<StandIn>& stand_ins);
+  ~RestOfLayer();
+  RestOfLayer(const RestOfLayer&) = delete;
+  RestOfLayer& operator=(const RestOfLayer&) = delete;
+  // Enqueues (CUDA) or runs (host) `stand_in` for `us`; nothing for us <= 0 or kNone.
+  void run(StandIn stand_in, double us) const;
+  // Median measured duration of run(stand_in, us) over `samples` (CUDA events or wall clock).
+  double measure_us(StandIn stand_in, double us, int samples) const;
+  const StandInInfo& info(StandIn stand_in) const;  // throws if it was not calibrated
+  const std::vector<StandInInfo>& stand_ins() const { return infos_; }
 
  private:
   opt::Backend backend_;
   void* stream_;
-  BusyWaitCalibration calibration_;
+  std::vector<StandInInfo> infos_;
+  std::unique_ptr<StreamingWait> gpu_streaming_;  // CUDA streaming stand-in
+  mutable std::vector<uint64_t> host_buffer_;      // host streaming stand-in
 };
+
+// The stand-ins' measured durations for one requested rest, side by side, so a reader can
+// see that they match.
+struct StandInCheck {
+  double requested_us = 0;
+  std::vector<StandIn> stand_ins;
+  std::vector<double> measured_us;  // per stand-in, median of the samples
+};
+// One check per rest_us > 0 of `config`, each stand-in measured `samples` times.
+std::vector<StandInCheck> check_stand_ins(const TtftConfig& config, const RestOfLayer& rest,
+                                          int samples);
 
 struct TtftResult {
   std::string model;
   int32_t prompt_tokens = 0, background_decodes = 0;
   double rest_us = 0;
+  StandIn stand_in = StandIn::kNone;
   int32_t steps = 0, layers = 0;
   int64_t builder_calls_uncached = 0, builder_calls_cached = 0;  // summed over the steps
   // Per repetition, summed over the steps: event time from each step's start to its end
@@ -58,18 +110,22 @@ struct TtftResult {
 struct TtftRun {
   std::vector<TtftResult> results;
   std::vector<std::string> skipped;  // prompts left out by the time budget
+  double measure_seconds = 0;        // staging + measuring, what --max-seconds limits
 };
 
-// Runs every (model, background, prompt, rest) of `config`, uncached and cached alternating.
-// A prompt of P tokens is ceil(P / chunk) steps; the prompts share their common steps (same
-// shape, same seed: the same step), each distinct step is staged once (outside the timed
-// region) and timed for every rest setting and repetition, and a prompt's TTFT is the sum of
-// its steps' times, repetition by repetition. Throws std::runtime_error on content errors or
-// wrong builder-call counts.
+// Runs every (model, background, prompt, rest setting) of `config`, uncached and cached
+// alternating. A prompt of P tokens is ceil(P / chunk) steps; the prompts share their common
+// steps (same shape, same seed: the same step), each distinct step is staged once (outside
+// the timed region) and timed for every rest setting and repetition, and a prompt's TTFT is
+// the sum of its steps' times, repetition by repetition. Every setting of a step is measured
+// before the next step is staged, so when the time budget runs out a prompt is skipped for
+// every stand-in alike, never measured with one and not the other. Throws
+// std::runtime_error on content errors or wrong builder-call counts.
 TtftRun simulate_ttft(const TtftConfig& config, const RestOfLayer& rest, void* stream,
                       const std::function<void(const std::string&)>& progress);
 
-// Seconds the runs' busy-waits alone take (a lower bound of the run time).
-double estimated_rest_seconds(const TtftConfig& config);
+// Seconds the runs' stand-ins alone take (a lower bound of the run time): each setting's
+// rest, or the stand-in's shortest duration where that is longer (one streaming pass).
+double estimated_rest_seconds(const TtftConfig& config, const RestOfLayer& rest);
 
 }  // namespace dsv4::bench

@@ -110,6 +110,11 @@ gbench=(--backends="$backend" --benchmark_repetitions=3 --benchmark_display_aggr
         --benchmark_out_format=json)
 stage kernel_bench 100 "$bin/kernel_bench" "${gbench[@]}" --benchmark_out="$out/kernel_bench.json"
 stage step_bench 150 "$bin/step_bench" "${gbench[@]}" --benchmark_out="$out/step_bench.json"
+# Both stand-ins (busy-wait, streaming) x rest 100/500/2000 us x 3 reps: ~55 s of stand-in
+# time at the default prompts, the rest is staging; past 140 s no new step is staged and
+# the longest prompts are skipped for both stand-ins (ttft.md lists them, measure_seconds
+# says how much of the budget was used). TTFT_ARGS="--stand-ins busy-wait" or "--reps 2"
+# trims it if a slower host needs that.
 # shellcheck disable=SC2086  # TTFT_ARGS is a list of options
 stage ttft_report 180 "$bin/ttft_report" --backend "$backend" --out "$out" --commit "$commit" \
   --max-seconds 140 ${TTFT_ARGS:-}
