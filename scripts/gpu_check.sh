@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On a CUDA machine: build with CUDA, run the GPU tests, compute-sanitizer memcheck and
-# racecheck over them, and `dsv4 verify` on both backends. Logs go to OUTDIR.
+# racecheck + synccheck over them, and `dsv4 verify` on both backends. Logs go to OUTDIR.
 # DEPS (optional): a folder with usr/ holding RapidCheck and nlohmann_json, for machines
 # that can't apt-get them.
 set -uo pipefail
@@ -25,7 +25,7 @@ grep -c "Skipped\|SKIPPED" "$out/gpu_tests.log" | xargs echo "   skipped lines:"
 ./build-gpu/harness/dsv4 verify --steps "$steps" --backend all > "$out/verify.log" 2>&1 && r=ok || { r=FAILED; status=1; }
 step "dsv4 verify --steps $steps --backend all" "$r"
 tail -25 "$out/verify.log" | tee -a "$out/summary.txt"
-for tool in memcheck racecheck; do
+for tool in memcheck racecheck synccheck; do
   leak=(); [ $tool = memcheck ] && leak=(--leak-check full)
   timeout "${SANITIZER_TIMEOUT:-300}" compute-sanitizer --tool $tool --error-exitcode 3 "${leak[@]}" ./build-gpu/tests/gpu_tests \
     > "$out/sanitizer_$tool.log" 2>&1 && r=ok || { r="FAILED rc=$?"; status=1; }
