@@ -151,9 +151,9 @@ class Peer:
         self.torch.cuda._sleep(int(us * self.cycles_per_us))
 
 
-def gpu_context(torch, triton_version):
+def gpu_context(torch, triton_version, cuda):
     ctx = {"torch": torch.__version__, "triton": triton_version}
-    if torch.cuda.is_available():
+    if cuda:
         p = torch.cuda.get_device_properties(0)
         ctx.update(gpu=torch.cuda.get_device_name(0), sm=f"{p.major}{p.minor}",
                    sms=p.multi_processor_count, cuda_runtime=torch.version.cuda)
@@ -390,7 +390,7 @@ def main():
               file=sys.stderr)
         return 1
     peer = Peer(torch, np, builder, args.device)
-    context = gpu_context(torch, triton.__version__)
+    context = gpu_context(torch, triton.__version__, peer.cuda)
     context.update(reps=args.reps, l2_flush_bytes=L2_FLUSH_BYTES, inputs=os.path.abspath(args.inputs))
     print(f"run_peer: {context.get('gpu', 'CPU (Triton interpreter)')}, torch {torch.__version__}, "
           f"triton {triton.__version__}; {len(configs)} kernel configs, {len(steps)} steps")
