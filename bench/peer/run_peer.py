@@ -151,6 +151,22 @@ class Peer:
         self.torch.cuda._sleep(int(us * self.cycles_per_us))
 
 
+class Results(list):
+    """The results so far, rewritten to `path` (when given) after each one: a stage killed at
+    its time cap still leaves every finished config, in a complete JSON file."""
+
+    def __init__(self, path, context):
+        super().__init__()
+        self.path, self.context = path, context
+
+    def add(self, entry):
+        self.append(entry)
+        if self.path:
+            with open(self.path + ".tmp", "w") as f:
+                json.dump({"context": self.context, "results": self}, f, indent=2)
+            os.replace(self.path + ".tmp", self.path)
+
+
 def gpu_context(torch, triton_version, cuda):
     ctx = {"torch": torch.__version__, "triton": triton_version}
     if cuda:
@@ -187,10 +203,10 @@ def step_folders(root, pattern):
     return found
 
 
-def run_kernels(peer, configs, reps):
-    """Checks every config; times the ones that match (CUDA). Returns (results, failures)."""
+def run_kernels(peer, configs, reps, results):
+    """Checks every config; times the ones that match (CUDA). Returns the failure count."""
     torch = peer.torch
-    results, failures = [], 0
+    failures = 0
     for key, folder in configs:
         inputs, meta, want, want_lens = peer.load_build(folder)
         peer.take_errors()
@@ -205,11 +221,11 @@ def run_kernels(peer, configs, reps):
             print(f"run_peer: {key}: MISMATCH {mismatch} (not timed)")
             entry["mismatch"] = mismatch
             failures += 1
-            results.append(entry)
+            results.add(entry)
             continue
         if not peer.cuda:
             print(f"run_peer: {key}: matches the reference (T={meta['T']}, width {meta['width']})")
-            results.append(entry)
+            results.add(entry)
             continue
         del got
         for _ in range(3):  # warm-up: the first calls of a shape are not the steady state
@@ -231,14 +247,14 @@ def run_kernels(peer, configs, reps):
             print(f"run_peer: {key}: {errors} content errors while timing")
             entry.update(matches_reference=False, mismatch=f"{errors} content errors while timing")
             failures += 1
-            results.append(entry)
+            results.add(entry)
             continue
         d, h = statistics.median(device_us), statistics.median(host_us)
         entry.update(device_us=d, host_us=h, GBps=meta["bytes"] / (d * 1e-6) / 1e9, reps=reps)
         print(f"run_peer: {key}: device {d:.2f} us, host {h:.2f} us, {entry['GBps']:.1f} GB/s")
-        results.append(entry)
+        results.add(entry)
         del inputs
-    return results, failures
+    return failures
 
 
 class StepLayers:
@@ -316,9 +332,9 @@ def time_step(peer, fn, reps):
     return statistics.median(wall), statistics.median(device), statistics.median(host)
 
 
-def run_steps(peer, steps, reps):
+def run_steps(peer, steps, reps, results):
     torch = peer.torch
-    results, failures = [], 0
+    failures = 0
     for step, folder in steps:
         key = step["key"]
         layers = StepLayers(peer, step, folder)
@@ -367,9 +383,9 @@ def run_steps(peer, steps, reps):
                   f"{entry['graph_wall_us']:.1f} us (device {entry['graph_device_us']:.1f})")
         else:
             print(f"run_peer: {key}: {entry['builds']} builds, every layer matches the reference")
-        results.append(entry)
+        results.add(entry)
         del layers
-    return results, failures
+    return failures
 
 
 def main():
@@ -395,17 +411,12 @@ def main():
     print(f"run_peer: {context.get('gpu', 'CPU (Triton interpreter)')}, torch {torch.__version__}, "
           f"triton {triton.__version__}; {len(configs)} kernel configs, {len(steps)} steps")
     os.makedirs(args.out, exist_ok=True)
-    kernel_results, failures = run_kernels(peer, configs, args.reps)
-    if peer.cuda and configs:
-        with open(os.path.join(args.out, "peer_kernel.json"), "w") as f:
-            json.dump({"context": context, "results": kernel_results}, f, indent=2)
+    # The interpreter's results are not timings: no JSON for them.
+    out = (lambda name: os.path.join(args.out, name)) if peer.cuda else (lambda name: None)
+    failures = run_kernels(peer, configs, args.reps, Results(out("peer_kernel.json"), context))
     if steps:
-        step_results, step_failures = run_steps(peer, steps, args.step_reps)
-        failures += step_failures
-        if peer.cuda:
-            step_context = dict(context, reps=args.step_reps)
-            with open(os.path.join(args.out, "peer_step.json"), "w") as f:
-                json.dump({"context": step_context, "results": step_results}, f, indent=2)
+        step_context = dict(context, reps=args.step_reps)
+        failures += run_steps(peer, steps, args.step_reps, Results(out("peer_step.json"), step_context))
     total = len(configs) + len(steps)
     if failures:
         print(f"run_peer: {failures} of {total} configs FAILED")
