@@ -93,26 +93,43 @@ int64_t expected_builder_calls(const ref::ModelSchedule& schedule, bool cached) 
   return calls;
 }
 
-std::unique_ptr<StagedStep> stage_step(opt::Backend backend, const harness::StepShape& shape,
-                                       const ref::ModelSchedule& schedule, bool keep_host) {
-  auto staged = std::make_unique<StagedStep>();
-  staged->step = harness::make_step(shape);
-  staged->schedule = schedule;
+HostStep make_host_step(const harness::StepShape& shape, const ref::ModelSchedule& schedule) {
+  HostStep host;
+  host.step = harness::make_step(shape);
   const int32_t layers = schedule.num_layers();
-  std::vector<ref::C4aIndexerOutput> c4a(static_cast<size_t>(layers));
+  host.c4a_per_layer.resize(static_cast<size_t>(layers));
   if (schedule.count(ref::LayerKind::kC4A) > 0) {
     const ref::ModelSchedule one = single_layer_schedule(schedule, ref::LayerKind::kC4A);
     const std::vector<ref::C4aIndexerOutput> generated =
-        harness::make_c4a_indexer_outputs(staged->step, one, shape.seed + 17);
+        harness::make_c4a_indexer_outputs(host.step, one, shape.seed + 17);
     for (int32_t l = 0; l < layers; ++l) {
       if (ref::layer_kind_from_ratio(schedule.compress_ratios[static_cast<size_t>(l)]) ==
           ref::LayerKind::kC4A) {
-        c4a[static_cast<size_t>(l)] = generated.front();
+        host.c4a_per_layer[static_cast<size_t>(l)] = generated.front();
       }
     }
   }
-  staged->staged = std::make_unique<harness::BackendStep>(backend, staged->step, schedule, c4a);
-  if (keep_host) staged->c4a_per_layer = std::move(c4a);
+  return host;
+}
+
+ref::BuilderInputs bench_layer_inputs(const ref::Step& step, const ref::ModelSchedule& schedule,
+                                      const std::vector<ref::C4aIndexerOutput>& c4a_per_layer,
+                                      int32_t layer) {
+  const bool c4a = ref::layer_kind_from_ratio(schedule.compress_ratios.at(static_cast<size_t>(layer))) ==
+                   ref::LayerKind::kC4A;
+  return ref::layer_builder_inputs(step, schedule, layer,
+                                   c4a ? &c4a_per_layer.at(static_cast<size_t>(layer)) : nullptr);
+}
+
+std::unique_ptr<StagedStep> stage_step(opt::Backend backend, const harness::StepShape& shape,
+                                       const ref::ModelSchedule& schedule, bool keep_host) {
+  auto staged = std::make_unique<StagedStep>();
+  HostStep host = make_host_step(shape, schedule);
+  staged->step = std::move(host.step);
+  staged->schedule = schedule;
+  staged->staged =
+      std::make_unique<harness::BackendStep>(backend, staged->step, schedule, host.c4a_per_layer);
+  if (keep_host) staged->c4a_per_layer = std::move(host.c4a_per_layer);
   return staged;
 }
 

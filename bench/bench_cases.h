@@ -40,9 +40,22 @@ ref::ModelSchedule single_layer_schedule(const ref::ModelSchedule& model, ref::L
 // layer plus one per cacheable kind present (SPEC §5: Flash 43 -> 23, Pro 61 -> 31).
 int64_t expected_builder_calls(const ref::ModelSchedule& schedule, bool cached);
 
-// A step staged in one backend for every layer of `schedule`. C4A indexer outputs are
-// generated once (make_c4a_indexer_outputs for one C4A layer) and copied to every C4A layer:
-// each layer gets its own buffers with the same statistics, at a fraction of the setup cost.
+// The host side of a benchmark step: the step of `shape` and one C4A indexer output per layer
+// of `schedule`. The C4A outputs are generated once (make_c4a_indexer_outputs for one C4A
+// layer, seed shape.seed + 17) and copied to every C4A layer: each layer gets its own buffers
+// with the same statistics, at a fraction of the setup cost. Entries of other layers are empty.
+struct HostStep {
+  ref::Step step;
+  std::vector<ref::C4aIndexerOutput> c4a_per_layer;
+};
+HostStep make_host_step(const harness::StepShape& shape, const ref::ModelSchedule& schedule);
+// The reference's inputs of layer `layer` of a benchmark step (what kernel_bench verifies
+// against and counts bytes of; bench_inputs exports exactly these).
+ref::BuilderInputs bench_layer_inputs(const ref::Step& step, const ref::ModelSchedule& schedule,
+                                      const std::vector<ref::C4aIndexerOutput>& c4a_per_layer,
+                                      int32_t layer);
+
+// A step staged in one backend for every layer of `schedule` (the step of make_host_step).
 struct StagedStep {
   ref::Step step;
   ref::ModelSchedule schedule;

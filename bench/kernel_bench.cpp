@@ -184,9 +184,7 @@ StagedLayer& staged_layer(const KernelConfig& cfg) {
       current.staged =
           stage_step(cfg.backend, bench_case(cfg.case_name).shape, schedule, /*keep_host=*/true);
       const StagedStep& s = *current.staged;
-      const bool c4a = cfg.kind == ref::LayerKind::kC4A;
-      const ref::BuilderInputs ref_inputs =
-          ref::layer_builder_inputs(s.step, schedule, 0, c4a ? &s.c4a_per_layer[0] : nullptr);
+      const ref::BuilderInputs ref_inputs = bench_layer_inputs(s.step, schedule, s.c4a_per_layer, 0);
       current.request = opt::layer_build_request(s.staged->inputs(), schedule.compress_ratios[0],
                                                  s.staged->c4a(0));
       opt::validate_step_structure(current.request, s.staged->inputs().host);

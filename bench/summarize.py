@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Turns a benchmark run's JSON (kernel_bench.json, step_bench.json, ttft.json in DIR) into
 DIR/summary.md: the tables the README shows and the targets met or missed, with margins.
+When the Triton peer's results are there too (peer_kernel.json, peer_step.json from
+bench/peer/run_peer.py), the kernel table gets the peer's device us and the ratio, and the
+step section a table of our cached wall time beside the peer's eager and CUDA-graph ones.
 
 usage: summarize.py DIR [--out FILE] [--require a.json,b.json]
 Standard library only. Missing inputs are skipped (unless --require names them).
@@ -145,7 +148,32 @@ def floor_comparisons(kernels, floors):
     return out
 
 
-def kernel_section(doc, lines, targets, floor_notes):
+def load_peer(path, errors):
+    """{key: result} of a run_peer.py JSON and its context, or (None, None) when absent."""
+    if not os.path.exists(path):
+        return None, None
+    doc = load(path)
+    if doc is None:
+        errors.append((os.path.basename(path), "unreadable (truncated by a killed run?)"))
+        return None, None
+    results = {r["key"]: r for r in doc.get("results", [])}
+    for key, r in results.items():
+        if not r.get("matches_reference", False):
+            errors.append((f"peer {key}", r.get("mismatch", "does not match the reference")))
+    return results, doc.get("context", {})
+
+
+def peer_line(ctx, what):
+    return (f"- peer: {what}; Triton builder of SPEC §3 (bench/peer/triton_builder.py), "
+            f"{ctx.get('gpu', '?')}, torch {ctx.get('torch', '?')}, triton {ctx.get('triton', '?')}")
+
+
+def ratio(peer_us, ours_us):
+    """peer / ours (> 1: ours is faster), or None."""
+    return peer_us / ours_us if None not in (peer_us, ours_us) and ours_us > 0 else None
+
+
+def kernel_section(doc, lines, targets, floor_notes, peer=None, peer_ctx=None):
     ctx = doc.get("context", {})
     runs = collapse(doc)
     copy_bw = None
@@ -164,24 +192,39 @@ def kernel_section(doc, lines, targets, floor_notes):
     lines.append("- device us: CUDA events around one build() after an L2 flush (CPU timings: "
                  "wall time); host us: the build() call alone, launch included, no sync")
     lines += floor_lines(launch_floors(runs))
+    if peer is not None:
+        lines.append(peer_line(peer_ctx, f"device us median of {peer_ctx.get('reps', '?')} builds, "
+                                         "CUDA events, L2 flushed by a 512 MiB read; same inputs "
+                                         "(bench_inputs), output checked equal to the reference; "
+                                         "ratio = peer us / ours (> 1: ours is faster)"))
     lines.append("")
     kernels = []
     for name, r in runs.items():
         parts = name.split("/")
         if len(parts) == 5 and parts[1] == "kernel":
             kernels.append((parts[0], parts[2], parts[3], parts[4], r))
+    # The peer columns only where there are peer results: the table is unchanged otherwise.
+    peer_cols = peer is not None
     if kernels:
-        lines.append("| timing | model | kind | case | device us | GB/s | % copy BW | host us |")
-        lines.append("|---|---|---|---|---:|---:|---:|---:|")
+        lines.append("| timing | model | kind | case | device us | GB/s | % copy BW | host us |"
+                     + (" peer us | ratio |" if peer_cols else ""))
+        lines.append("|---|---|---|---|---:|---:|---:|---:|" + ("---:|---:|" if peer_cols else ""))
         kernels.sort(key=lambda k: (k[0], k[1], KIND_ORDER.get(k[2], 9),
                                     CASE_ORDER.index(k[3]) if k[3] in CASE_ORDER else 99))
         for prefix, model, kind, case, r in kernels:
+            extra = ""
+            if peer_cols:
+                # The peer ran on the GPU: a ratio against CPU timings would mean nothing.
+                p = peer.get(f"{model}/{kind}/{case}", {}) if prefix == "cuda" else {}
+                p_us = p.get("device_us") if p.get("matches_reference") else None
+                extra = f" {fmt(p_us, 2)} | {fmt(ratio(p_us, r.get('device_us')), 2)} |"
             if "error" in r:
-                lines.append(f"| {prefix} | {model} | {kind} | {case} | ERROR: {r['error']} | | | |")
+                lines.append(f"| {prefix} | {model} | {kind} | {case} | ERROR: {r['error']} | | | |"
+                             + (" | |" if peer_cols else ""))
                 continue
             lines.append(f"| {prefix} | {model} | {kind} | {case} | {fmt(r.get('device_us'), 2)} | "
                          f"{fmt(r.get('GBps'))} | {fmt(r.get('pct_of_copy_bw'))} | "
-                         f"{fmt(r.get('host_us'), 2)} |")
+                         f"{fmt(r.get('host_us'), 2)} |" + extra)
         lines.append("")
         floor_notes += floor_comparisons(kernels, launch_floors(runs))
         # The host backend's build() is the whole build: the launch-cost target is CUDA's.
@@ -213,7 +256,36 @@ def saved_pct(uncached, cached):
     return 100 * (uncached - cached) / uncached if None not in (uncached, cached) and uncached > 0 else None
 
 
-def step_section(doc, lines, targets, floor_notes):
+def peer_step_table(steps, peer, peer_ctx, lines):
+    """Our cached step wall time beside the peer's eager and CUDA-graph ones, per model/case."""
+    lines.append("### Step: ours (cached) vs the Triton peer\n")
+    lines.append(peer_line(peer_ctx, f"median of {peer_ctx.get('reps', '?')} steps; every layer through "
+                                     "the same per-step cache (SWA-only and C128A built once, each C4A "
+                                     "layer from its own top-k copy), outputs checked equal to the reference"))
+    lines.append("- ours: step_bench's cached wall us (StepIndexer + every layer, stream idle at the start, "
+                 "until the host has seen the last build); peer eager: the same, Python layer loop until "
+                 "torch.cuda.synchronize() returns; peer graph: one CUDAGraph replay + synchronize; "
+                 "device us by CUDA events; ratio = peer wall / ours (> 1: ours is faster)\n")
+    lines.append("| model | case | builds ours | builds peer | ours wall us | peer eager wall us | "
+                 "peer eager device us | peer graph wall us | peer graph device us | ratio eager | "
+                 "ratio graph |")
+    lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    keys = sorted({(m, c) for (_, m, c) in steps} | {(p["model"], p["case"]) for p in peer.values()},
+                  key=lambda k: (k[0], CASE_ORDER.index(k[1]) if k[1] in CASE_ORDER else 99))
+    for model, case in keys:
+        ours = steps.get(("cuda", model, case), {}).get("cached", {})
+        p = peer.get(f"step/{model}/{case}", {})
+        ok = p.get("matches_reference", False)
+        ow = ours.get("wall_us") if "error" not in ours else None
+        ew, gw = (p.get("eager_wall_us"), p.get("graph_wall_us")) if ok else (None, None)
+        ed, gd = (p.get("eager_device_us"), p.get("graph_device_us")) if ok else (None, None)
+        lines.append(f"| {model} | {case} | {fmt(ours.get('builder_calls'), 0)} | "
+                     f"{fmt(p.get('builds'), 0)} | {fmt(ow)} | {fmt(ew)} | {fmt(ed)} | {fmt(gw)} | "
+                     f"{fmt(gd)} | {fmt(ratio(ew, ow), 2)} | {fmt(ratio(gw, ow), 2)} |")
+    lines.append("")
+
+
+def step_section(doc, lines, targets, floor_notes, peer=None, peer_ctx=None):
     runs = collapse(doc)
     steps = {}
     for name, r in runs.items():
@@ -260,6 +332,8 @@ def step_section(doc, lines, targets, floor_notes):
                         targets.append((f"{key[1]} prefill 8K step, {path_note[path]}, {definition}", key[0],
                                         r.get(counter), STEP_TARGETS_US[key[1]]))
         lines.append("")
+    if peer is not None:
+        peer_step_table(steps, peer, peer_ctx, lines)
     return [(n, r["error"]) for n, r in runs.items() if "error" in r]
 
 
@@ -355,6 +429,8 @@ def main():
     lines = ["# Benchmark summary\n"]
     targets, errors, floor_notes = [], [], []
     found = 0
+    peers = {"kernel_bench.json": load_peer(os.path.join(args.dir, "peer_kernel.json"), errors),
+             "step_bench.json": load_peer(os.path.join(args.dir, "peer_step.json"), errors)}
     for fname, section in (("kernel_bench.json", kernel_section), ("step_bench.json", step_section)):
         path = os.path.join(args.dir, fname)
         if os.path.exists(path):
@@ -363,7 +439,7 @@ def main():
             if doc is None:
                 errors.append((fname, "unreadable (truncated by a killed run?)"))
             else:
-                errors += section(doc, lines, targets, floor_notes)
+                errors += section(doc, lines, targets, floor_notes, *peers[fname])
     ttft_path = os.path.join(args.dir, "ttft.json")
     if os.path.exists(ttft_path):
         found += 1

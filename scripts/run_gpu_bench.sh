@@ -2,8 +2,10 @@
 # The GPU benchmark run (issues 3 §4 and 5), for an H200 host:
 #   scripts/run_gpu_bench.sh OUTDIR [COMMIT]
 # Configures and builds Release with CUDA (sm_90), then runs kernel_bench, step_bench and
-# ttft_report, plots the TTFT gains and summarises everything into OUTDIR (7 files:
-# nvidia-smi.txt kernel_bench.json step_bench.json ttft.json ttft.md ttft.png summary.md).
+# ttft_report, then the Triton peer on the same inputs (bench_inputs exports them into the
+# build folder, bench/peer/run_peer.py checks and times the peer), plots the TTFT gains and
+# summarises everything into OUTDIR (9 files: nvidia-smi.txt kernel_bench.json
+# step_bench.json ttft.json ttft.md ttft.png peer_kernel.json peer_step.json summary.md).
 # Environment:
 #   DEPS       a folder holding usr/include and usr/lib/x86_64-linux-gnu/cmake (headers/configs
 #              carried to the device: RapidCheck, nlohmann_json, ...); optional
@@ -11,7 +13,12 @@
 #   TTFT_ARGS  extra ttft_report options (e.g. "--background-decodes 0,64")
 #   PYTHON     python with matplotlib (default python3)
 #   BENCH_BACKEND  cuda (default) or host: host runs the same pipeline on the host backend
-#              (CPU timings; for trying the script on a machine without a GPU)
+#              (CPU timings; for trying the script on a machine without a GPU; the peer then
+#              prints SKIPPED)
+#   BENCH_PEER on (default), off (no peer stages) or only (build, peer stages and summary
+#              only: for a second device call when the first ran out of time; put the first
+#              run's JSON in OUTDIR beforehand to get the combined summary). The peer needs
+#              python with torch + triton; without them it prints SKIPPED and writes nothing.
 # Every stage has a time cap and all end within BENCH_DEADLINE_S (default 560 s) + 25 s for
 # the plot and summary; a failed stage does not stop the later ones; the exit status says
 # whether all succeeded.
@@ -36,6 +43,11 @@ backend=${BENCH_BACKEND:-cuda}
 case "$backend" in
   cuda|host) ;;
   *) echo "BENCH_BACKEND=$backend: expected cuda or host" >&2; exit 2 ;;
+esac
+peer=${BENCH_PEER:-on}
+case "$peer" in
+  on|off|only) ;;
+  *) echo "BENCH_PEER=$peer: expected on, off or only" >&2; exit 2 ;;
 esac
 t_start=$(date +%s)
 declare -a status_lines=()
@@ -98,7 +110,7 @@ build_log="$build_dir/run_gpu_bench_build.log"
 echo "=== configure + build (log: $build_log) ==="
 if ! { stage configure 90 cmake "${cmake_args[@]}" &&
        stage build 300 cmake --build "$build_dir" -j "$(nproc)" \
-         --target kernel_bench step_bench ttft_report; } >"$build_log" 2>&1; then
+         --target kernel_bench step_bench ttft_report bench_inputs; } >"$build_log" 2>&1; then
   echo "--- configure/build failed; last lines of $build_log ---" >&2
   tail -n 40 "$build_log" >&2
   printf '  %s\n' "${status_lines[@]}"
@@ -108,21 +120,36 @@ bin="$build_dir/bench"
 
 gbench=(--backends="$backend" --benchmark_repetitions=3 --benchmark_display_aggregates_only=true
         --benchmark_out_format=json)
-stage kernel_bench 100 "$bin/kernel_bench" "${gbench[@]}" --benchmark_out="$out/kernel_bench.json"
-stage step_bench 150 "$bin/step_bench" "${gbench[@]}" --benchmark_out="$out/step_bench.json"
-# Both stand-ins (busy-wait, streaming) x rest 100/500/2000 us x 3 reps: ~55 s of stand-in
-# time at the default prompts, the rest is staging; past 140 s no new step is staged and
-# the longest prompts are skipped for both stand-ins (ttft.md lists them, measure_seconds
-# says how much of the budget was used). TTFT_ARGS="--stand-ins busy-wait" or "--reps 2"
-# trims it if a slower host needs that.
-# shellcheck disable=SC2086  # TTFT_ARGS is a list of options
-stage ttft_report 180 "$bin/ttft_report" --backend "$backend" --out "$out" --commit "$commit" \
-  --max-seconds 140 ${TTFT_ARGS:-}
+if [ "$peer" != only ]; then
+  stage kernel_bench 100 "$bin/kernel_bench" "${gbench[@]}" --benchmark_out="$out/kernel_bench.json"
+  stage step_bench 150 "$bin/step_bench" "${gbench[@]}" --benchmark_out="$out/step_bench.json"
+  # Both stand-ins (busy-wait, streaming) x rest 100/500/2000 us x 3 reps: ~55 s of stand-in
+  # time at the default prompts, the rest is staging; past 140 s no new step is staged and
+  # the longest prompts are skipped for both stand-ins (ttft.md lists them, measure_seconds
+  # says how much of the budget was used). TTFT_ARGS="--stand-ins busy-wait" or "--reps 2"
+  # trims it if a slower host needs that.
+  # shellcheck disable=SC2086  # TTFT_ARGS is a list of options
+  stage ttft_report 180 "$bin/ttft_report" --backend "$backend" --out "$out" --commit "$commit" \
+    --max-seconds 140 ${TTFT_ARGS:-}
+fi
+if [ "$peer" != off ]; then
+  # The Triton peer on kernel_bench's and step_bench's exact inputs. The inputs (~1 GB) stay
+  # in the build folder, out of OUTDIR; a fresh export so no stale config is timed.
+  peer_inputs="$build_dir/peer_inputs"
+  rm -rf "$peer_inputs"
+  stage bench_inputs 90 "$bin/bench_inputs" --out "$peer_inputs" --step &&
+    stage peer 150 "$python" bench/peer/run_peer.py --inputs "$peer_inputs" --out "$out" --step
+  # run_peer.py exits 0 when it skips (no torch/triton/GPU): say so in the status lines.
+  [ -f "$out/peer_kernel.json" ] || status_lines+=("peer: no peer_kernel.json (skipped or failed: see its log)")
+fi
 deadline=$(( deadline + 25 ))  # plotting and summarising get their own few seconds
 if [ -f "$out/ttft.json" ]; then
   stage plot 30 "$python" bench/plot_ttft.py "$out/ttft.json" --out "$out/ttft.png"
 fi
-stage summary 30 "$python" bench/summarize.py "$out"
+# BENCH_PEER=only with no earlier results in OUTDIR: nothing for the summary to join.
+if [ "$peer" != only ] || [ -f "$out/kernel_bench.json" ] || [ -f "$out/step_bench.json" ]; then
+  stage summary 30 "$python" bench/summarize.py "$out"
+fi
 
 echo
 echo "=== run_gpu_bench: $(( $(date +%s) - t_start ))s total, backend $backend, commit $commit, results in $out ==="
