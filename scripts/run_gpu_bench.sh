@@ -11,6 +11,7 @@
 #              carried to the device: RapidCheck, nlohmann_json, ...); optional
 #   BUILD_DIR  build folder (default build-gpu-bench)
 #   TTFT_ARGS  extra ttft_report options (e.g. "--background-decodes 0,64")
+#   BENCH_TTFT on (default) or off: off skips ttft_report (a device call too short for all)
 #   PYTHON     python with matplotlib (default python3)
 #   BENCH_BACKEND  cuda (default) or host: host runs the same pipeline on the host backend
 #              (CPU timings; for trying the script on a machine without a GPU; the peer then
@@ -128,9 +129,11 @@ if [ "$peer" != only ]; then
   # the longest prompts are skipped for both stand-ins (ttft.md lists them, measure_seconds
   # says how much of the budget was used). TTFT_ARGS="--stand-ins busy-wait" or "--reps 2"
   # trims it if a slower host needs that.
-  # shellcheck disable=SC2086  # TTFT_ARGS is a list of options
-  stage ttft_report 180 "$bin/ttft_report" --backend "$backend" --out "$out" --commit "$commit" \
-    --max-seconds 140 ${TTFT_ARGS:-}
+  if [ "${BENCH_TTFT:-on}" = on ]; then
+    # shellcheck disable=SC2086  # TTFT_ARGS is a list of options
+    stage ttft_report 180 "$bin/ttft_report" --backend "$backend" --out "$out" --commit "$commit" \
+      --max-seconds 140 ${TTFT_ARGS:-}
+  fi
 fi
 if [ "$peer" != off ]; then
   # The Triton peer on kernel_bench's and step_bench's exact inputs. The inputs (~1 GB) stay
