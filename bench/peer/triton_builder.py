@@ -24,16 +24,22 @@ import triton.language as tl
 
 
 @triton.jit
-def _paged_slot(table_ptr, table_stride, r, i, block_size, num_blocks, active):
+def _paged_slot(table_ptr, table_stride, r, i, block_size, num_blocks, active,
+                CHECKED: tl.constexpr):
     """slot(r, i) = table[r][i / B] * B + i % B for the lanes where `active` and i >= 0, else -1.
-    Returns (slots, errors): errors marks the active lanes the cache cannot answer (-1 too)."""
+    Returns (slots, errors): errors marks the active lanes the cache cannot answer (-1 too).
+    CHECKED: the slot in 64 bits, a slot past int32 an error (SPEC §4); else int32 arithmetic,
+    as an engine that trusts its cache writes it (equal on every valid input)."""
     block = i // block_size
     looked_up = active & (i >= 0) & (block < num_blocks)
     physical = tl.load(table_ptr + r.to(tl.int64) * table_stride + block, mask=looked_up, other=-1)
-    # In 64 bits: a slot past int32 is an error, never a wrapped index.
-    slot = physical.to(tl.int64) * block_size + i % block_size
-    ok = looked_up & (physical >= 0) & (slot <= 2147483647)
-    return tl.where(ok, slot, -1).to(tl.int32), active & (i >= 0) & ~ok
+    if CHECKED:
+        slot = physical.to(tl.int64) * block_size + i % block_size
+        ok = looked_up & (physical >= 0) & (slot <= 2147483647)
+        return tl.where(ok, slot, -1).to(tl.int32), active & (i >= 0) & ~ok
+    else:
+        ok = looked_up & (physical >= 0)
+        return tl.where(ok, physical * block_size + i % block_size, -1), active & (i >= 0) & ~ok
 
 
 @triton.jit
@@ -75,7 +81,7 @@ def _mixed_sparse_indices_kernel(
                         mask=cols_p < Kd, other=-1)
             if DECODE_LOCAL:
                 slots, errors = _paged_slot(comp_table_ptr, comp_table_stride, r, v,
-                                            comp_block_size, comp_num_blocks, in_p)
+                                            comp_block_size, comp_num_blocks, in_p, COUNT_ERRORS)
                 tl.store(out_row + W + cols_p, slots, mask=in_p)
                 _count_errors(errors_ptr, errors, COUNT_ERRORS)
                 comp_len = tl.sum((v >= 0).to(tl.int32), axis=0)
@@ -99,13 +105,13 @@ def _mixed_sparse_indices_kernel(
         swa_len = tl.minimum(pos + 1, W)
         swa_slots, swa_errors = _paged_slot(swa_table_ptr, swa_table_stride, r,
                                             pos - swa_len + 1 + cols_w, swa_block_size,
-                                            swa_num_blocks, cols_w < swa_len)
+                                            swa_num_blocks, cols_w < swa_len, COUNT_ERRORS)
         tl.store(out_row + cols_w, swa_slots, mask=in_w)
         topk_len = tl.minimum((pos + 1) // ratio, topk)
         v = tl.load(prefill_topk_ptr + (t - D).to(tl.int64) * prefill_topk_stride + cols_p,
                     mask=(cols_p < topk_len) & (cols_p < Kp), other=-1)
         comp_slots, comp_errors = _paged_slot(comp_table_ptr, comp_table_stride, r, v,
-                                              comp_block_size, comp_num_blocks, in_p)
+                                              comp_block_size, comp_num_blocks, in_p, COUNT_ERRORS)
         tl.store(out_row + W + cols_p, comp_slots, mask=in_p)
         _count_errors(errors_ptr, swa_errors, COUNT_ERRORS)
         _count_errors(errors_ptr, comp_errors, COUNT_ERRORS)
@@ -113,7 +119,9 @@ def _mixed_sparse_indices_kernel(
 
 
 def build(inputs, meta, errors=None):
-    """SPEC §3 for one layer: returns (sparse_indices [T, W+P], sparse_lens [T]), int32."""
+    """SPEC §3 for one layer: returns (sparse_indices [T, W+P], sparse_lens [T]), int32.
+    With `errors`, content errors are counted and slots checked in 64 bits (what this project's
+    builder does); without, the kernel is the plain engine one (int32 slots, nothing counted)."""
     W = int(meta["window"])
     topk = int(meta["topk"])
     decode_swa = inputs["decode_swa_indices"]
