@@ -440,7 +440,10 @@ void register_shape_sweep() {
       {"pro", ref::LayerKind::kC4A, "prefill8K"},
       {"flash", ref::LayerKind::kC4A, "decode64_ctx8K"},
       {"flash", ref::LayerKind::kC128A, "prefill8K"},
-      {"flash", ref::LayerKind::kC128A, "prefill8K_ctx120K"}};
+      {"flash", ref::LayerKind::kC128A, "prefill8K_ctx120K"},
+      {"flash", ref::LayerKind::kC4A, "prefill1K"},
+      {"flash", ref::LayerKind::kSwaOnly, "prefill1K"},
+      {"pro", ref::LayerKind::kC4A, "decode64_ctx8K"}};
   for (const auto& [model, kind, case_name] : cases) {
     for (int32_t group = opt::MixedSparseIndicesPolicy::kMinGroupThreads;
          group <= opt::MixedSparseIndicesPolicy::kCtaThreads; group *= 2) {

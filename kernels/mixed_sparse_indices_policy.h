@@ -24,10 +24,9 @@ struct MixedSparseIndicesPolicy {
   // kChunkChoices is what is compiled.
   static constexpr int32_t kDefaultChunks = 2;
   static constexpr int32_t kChunkChoices[1] = {2};
-  // Rows of a step with at most this many rows per SM get at least this many threads, so that
-  // a small decode step spreads its rows over many SMs.
-  static constexpr int32_t kSmallStepRowsPerSm = 2;
-  static constexpr int32_t kSmallStepGroupThreads = 128;
+  // A step gets groups wide enough for at least this many CTAs per SM (small steps: up to a
+  // CTA per row), so that its rows spread over every SM.
+  static constexpr int32_t kMinCtasPerSm = 2;
   // Passes a row may take in the narrowest group before the group widens.
   static constexpr int32_t kMaxPasses = 16;
 };
@@ -49,17 +48,20 @@ constexpr bool valid_group_threads(int32_t g) {
 
 // Rows in flight bound these kernels (each row is a chain of dependent loads: token_to_req ->
 // request metadata -> block table), so a step of many rows takes narrow groups, many rows per
-// SM; rows wider than kMaxPasses passes of them take wider groups. A small step
-// (<= kSmallStepRowsPerSm rows per SM) takes kSmallStepGroupThreads threads per row, spread
-// over many SMs. (Measured: kernel_bench --shape_sweep, bench/results/.)
+// SM; rows wider than kMaxPasses passes of them take wider groups; and a step too small to
+// give every SM kMinCtasPerSm CTAs that way takes wider groups until it does (up to a CTA a
+// row), so that its rows spread over the whole GPU. (Measured: kernel_bench --shape_sweep,
+// bench/results/.)
 constexpr LaunchShape choose_launch_shape(int32_t num_tokens, int32_t row_chunks, int32_t sm_count,
                                           int32_t chunks = MixedSparseIndicesPolicy::kDefaultChunks) {
   using P = MixedSparseIndicesPolicy;
-  if (static_cast<int64_t>(num_tokens) <= static_cast<int64_t>(sm_count) * P::kSmallStepRowsPerSm) {
-    return LaunchShape{P::kSmallStepGroupThreads, chunks};
-  }
   int32_t g = P::kManyRowsGroupThreads;
   while (g < P::kCtaThreads && static_cast<int64_t>(g) * chunks * P::kMaxPasses < row_chunks) g *= 2;
+  const int64_t min_ctas = static_cast<int64_t>(sm_count < 1 ? 1 : sm_count) * P::kMinCtasPerSm;
+  while (g < P::kCtaThreads &&
+         (static_cast<int64_t>(num_tokens) * g + P::kCtaThreads - 1) / P::kCtaThreads < min_ctas) {
+    g *= 2;
+  }
   return LaunchShape{g, chunks};
 }
 

@@ -25,7 +25,7 @@ timeout 300 ./build-sweep/tests/gpu_tests > "$out/gpu_tests.log" 2>&1
 echo "== gpu_tests rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$out/gpu_tests.log" | tr '\n' ' ')"
 grep -E '^\[  FAILED' "$out/gpu_tests.log" | head -5
 timeout 240 ./build-sweep/bench/kernel_bench --backends=cuda --shape_sweep \
-  --benchmark_filter='cuda/(shape|launch_floor|copy_bw|kernel/(flash/(SWA-only|C4A|C128A)|pro/C4A)/(prefill8K|prefill8K_ctx120K|decode64_ctx8K)/)' \
+  --benchmark_filter='cuda/(shape|launch_floor|copy_bw|kernel/(flash/(SWA-only|C4A|C128A)|pro/C4A)/(prefill1K|prefill8K|prefill8K_ctx120K|decode64_ctx8K)/)' \
   --benchmark_out="$out/sweep.json" --benchmark_out_format=json > "$out/sweep.txt" 2>&1
 echo "== sweep rc=$?"
 timeout 60 ./build-sweep/bench/kernel_bench --backends=cuda --warm_l2 \

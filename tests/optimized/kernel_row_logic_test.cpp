@@ -106,7 +106,7 @@ TEST(BlockTableView, PowerOfTwoLookupMatchesWideArithmetic) {
   EXPECT_FALSE(BlockTableView::make(nullptr, 0, 0, 100).power_of_two);
 }
 
-TEST(LaunchShapePolicy, NarrowGroupsForManyRowsWiderForWideRowsAndSmallSteps) {
+TEST(LaunchShapePolicy, NarrowGroupsForManyRowsWiderForWideRowsAndForStepsThatCannotFillTheGpu) {
   using P = MixedSparseIndicesPolicy;
   const int32_t sms = 132;
   const int32_t c = P::kDefaultChunks;
@@ -120,10 +120,16 @@ TEST(LaunchShapePolicy, NarrowGroupsForManyRowsWiderForWideRowsAndSmallSteps) {
   EXPECT_EQ(choose_launch_shape(8192, 1, sms, 8), (LaunchShape{g, 8}));
   EXPECT_EQ(g, P::kManyRowsGroupThreads);
   EXPECT_EQ(choose_launch_shape(8192, 1 << 30, sms).group_threads, P::kCtaThreads);
-  // A small step (<= 2 rows per SM) takes wide groups: more CTAs, more SMs.
-  EXPECT_EQ(choose_launch_shape(64, 32, sms).group_threads, P::kSmallStepGroupThreads);
-  EXPECT_EQ(choose_launch_shape(sms * 2, 32, sms).group_threads, P::kSmallStepGroupThreads);
-  EXPECT_EQ(choose_launch_shape(sms * 2 + 1, 32, sms).group_threads, g);
+  // A step too small for kMinCtasPerSm CTAs per SM at g takes wider groups (more CTAs) until
+  // it has them, up to a CTA per row.
+  const int32_t rows_per_cta = P::kCtaThreads / g;
+  const int32_t enough = sms * P::kMinCtasPerSm * rows_per_cta;
+  EXPECT_EQ(choose_launch_shape(enough, 32, sms).group_threads, g);
+  EXPECT_EQ(choose_launch_shape(enough - rows_per_cta, 32, sms).group_threads, 2 * g);
+  EXPECT_EQ(choose_launch_shape(1024, 160, sms), (LaunchShape{128, c}));  // 512 CTAs
+  EXPECT_EQ(choose_launch_shape(64, 32, sms).group_threads, P::kCtaThreads);  // a CTA per row
+  EXPECT_EQ(choose_launch_shape(1, 32, sms).group_threads, P::kCtaThreads);
+  EXPECT_EQ(choose_launch_shape(0, 32, sms).group_threads, P::kCtaThreads);
   // Grid: every row at once, one CTA per kCtaThreads / group rows.
   EXPECT_EQ(grid_ctas(LaunchShape{8, 4}, 8192), 8192 / 32);
   EXPECT_EQ(grid_ctas(LaunchShape{8, 4}, 8193), 8192 / 32 + 1);
