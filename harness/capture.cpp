@@ -499,6 +499,7 @@ Capture load_capture(const std::string& dir, const CaptureLimits& limits) {
       throw InputError("capture " + manifest_label + ": file not found (not a capture directory?)");
     }
     text = read_text_file(manifest_path.string(), "capture " + manifest_label, kMaxManifestBytes);
+    if (text.empty()) throw InputError("capture " + manifest_label + ": the file is empty");
   }
   const Manifest m = parse_manifest(text, manifest_label, limits);
   const Sources src(root, m);
@@ -529,7 +530,9 @@ Capture load_capture(const std::string& dir, const CaptureLimits& limits) {
     ref::C4aIndexerOutput& out = capture.c4a_per_layer[static_cast<size_t>(l.layer)];
     for (const bool prefill : {false, true}) {
       ref::IndexMatrix& matrix = prefill ? out.prefill_topk : out.decode_local;
-      matrix = npy_files.matrix(prefill ? l.prefill_topk : l.decode_local, l.field + (prefill ? ".prefill_topk" : ".decode_local"));
+      matrix = npy_files.matrix(prefill ? l.prefill_topk : l.decode_local,
+                                l.field + (prefill ? ".prefill_topk" : ".decode_local") + " of layer " +
+                                    std::to_string(l.layer));
       const Eigen::Index rows = prefill ? prefill_tokens : D;
       if (matrix.rows() != rows) {
         throw InputError(src.layer_file(l, prefill) + ": field 'shape': expected " + std::to_string(rows) + " rows (" +

@@ -5,6 +5,7 @@
 #include <iomanip>
 #include <iostream>
 #include <limits>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -149,9 +150,11 @@ int run_verify_command(VerifyOptions o, bool quiet, const std::string& schedule_
 // ---- replay -------------------------------------------------------------------------------
 
 int run_replay_command(const std::string& dir, const std::string& backend_arg, bool allow_content_errors,
-                       const CaptureLimits& limits, std::ostream& out, std::ostream& err) {
+                       const CaptureLimits& limits, const BuilderFactory& make_builder, std::ostream& out,
+                       std::ostream& err) {
   DifferentialOptions options;
   options.backends = parse_backends(backend_arg);
+  options.make_builder = make_builder;
   Capture capture = load_capture(dir, limits);  // InputError: malformed, structurally invalid, too large
   StepCase c{std::move(capture.step), std::move(capture.schedule), std::move(capture.c4a_per_layer), {}};
   out << "dsv4 replay " << printable(dir) << ": " << describe(c) << "\n  backends: " << backend_list(options.backends)
@@ -262,7 +265,8 @@ int run_demo_command(std::ostream& out) {
 
 }  // namespace
 
-int run_dsv4(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+int run_dsv4(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+             const BuilderFactory& make_builder) {
   CLI::App app{
       "dsv4: checks the DeepSeek-V4 mixed sparse indices builder (SPEC.md) - the reference against\n"
       "the optimized path, with and without the per-step layer-kind cache, on every backend present.",
@@ -308,7 +312,7 @@ int run_dsv4(const std::vector<std::string>& args, std::ostream& out, std::ostre
   verify->add_option("--max-step-bytes", max_step_bytes,
                      "limit on one step's builder outputs, all layers together (peak\n"
                      "memory is about 3x this per job); a step past it stops the run (exit 2)")
-      ->check(bytes_in(kMinStepOutputBytes, kMaxStepOutputBytes))->type_name("B in 1M..64G")->capture_default_str();
+      ->transform(bytes_in(kMinStepOutputBytes, kMaxStepOutputBytes))->type_name("B in 1M..64G")->capture_default_str();
   verify->add_flag("--quiet", quiet, "no progress line");
   verify->footer(kExitCodes);
 
@@ -331,11 +335,11 @@ int run_dsv4(const std::vector<std::string>& args, std::ostream& out, std::ostre
   replay->add_option("--max-step-bytes", limits.resources.max_step_output_bytes,
                      "limit on the step's builder outputs, all layers together (peak\n"
                      "memory is about 3x this)")
-      ->check(bytes_in(kMinStepOutputBytes, kMaxStepOutputBytes))->type_name("B in 1M..64G")->capture_default_str();
+      ->transform(bytes_in(kMinStepOutputBytes, kMaxStepOutputBytes))->type_name("B in 1M..64G")->capture_default_str();
   replay->add_option("--max-capture-bytes", limits.max_capture_bytes,
                      "limit on the .npy data of the capture together, checked from each\n"
                      "file's header before its data is read")
-      ->check(bytes_in(kMinStepOutputBytes, kMaxStepOutputBytes))->type_name("B in 1M..64G")->capture_default_str();
+      ->transform(bytes_in(kMinStepOutputBytes, kMaxStepOutputBytes))->type_name("B in 1M..64G")->capture_default_str();
   replay->footer(kExitCodes);
 
   app.add_subcommand("demo",
@@ -371,16 +375,22 @@ int run_dsv4(const std::vector<std::string>& args, std::ostream& out, std::ostre
     if (command == "verify") {
       vo.limits.max_tokens = static_cast<int32_t>(max_tokens);
       vo.resources.max_step_output_bytes = max_step_bytes;
+      vo.make_builder = make_builder;
       return run_verify_command(vo, quiet, schedule_arg, backend_arg, out, err);
     }
     if (command == "replay") {
-      return run_replay_command(replay_dir, replay_backend, allow_content_errors, limits, out, err);
+      return run_replay_command(replay_dir, replay_backend, allow_content_errors, limits, make_builder, out, err);
     }
     return run_demo_command(out);
   } catch (const InputError& e) {
     out << std::flush;
     err << "dsv4 " << command << ": invalid input: " << e.what() << "\n";
     return kExitInvalidInput;
+  } catch (const std::bad_alloc& e) {
+    out << std::flush;
+    err << "dsv4 " << command << ": internal error: out of memory (" << e.what() << ")"
+        << (command == "verify" ? "; fewer --jobs, a lower --max-tokens or --max-step-bytes need less" : "") << "\n";
+    return kExitInternalError;
   } catch (const std::exception& e) {
     out << std::flush;
     err << "dsv4 " << command << ": internal error: " << e.what() << "\n";

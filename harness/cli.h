@@ -7,9 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "harness/differential.h"
+
 namespace dsv4::harness {
 
-// args[0] is the program name.
-int run_dsv4(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+// args[0] is the program name. `make_builder` replaces the real builders of verify and
+// replay (tests inject faulty ones to see exit code 1).
+int run_dsv4(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+             const BuilderFactory& make_builder = nullptr);
 
 }  // namespace dsv4::harness

@@ -108,6 +108,7 @@ VerifyResult run_verify(const VerifyOptions& o, std::ostream& progress) {
     try {
       DifferentialOptions options;
       options.backends = o.backends;
+      options.make_builder = o.make_builder;
       DifferentialChecker checker(options);
       DifferentialSummary local;
       for (int64_t i = next++; i < last; i = next++) {

@@ -37,6 +37,7 @@ struct VerifyOptions {
   int jobs = 0;                        // worker threads; 0: hardware concurrency
   bool progress = true;
   ResourceLimits resources;            // every generated step is checked against them
+  BuilderFactory make_builder;         // null: the real builders (tests inject faulty ones)
 };
 
 // Throws InputError naming the option and its allowed range when an option is outside it.
