@@ -154,6 +154,12 @@ const std::string& Manifest::file(const std::string& field) const {
 }
 
 Manifest parse_manifest(const std::string& text, const std::string& label, const CaptureLimits& limits) {
+  // nlohmann's lexer ends the input at a NUL byte, so "{...}\0garbage" would parse; JSON text
+  // never holds a raw NUL (a string spells it \u0000).
+  const size_t nul = text.find('\0');
+  if (nul != std::string::npos) {
+    throw InputError("capture " + label + ": invalid JSON: a NUL byte at offset " + std::to_string(nul));
+  }
   json manifest;
   try {
     manifest = json::parse(text);  // strict: one value, then only whitespace

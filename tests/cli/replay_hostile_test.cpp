@@ -3,9 +3,7 @@
 // allocated past the named limits; a real disagreement stays exit 1 (cli_test.cpp).
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -207,9 +205,9 @@ TEST(ReplayHostile, NulInAFileNameIsEscapedNotCut) {
 
 // Accepted without complaint before.
 TEST(ReplayHostile, TrailingGarbageAfterTheJsonIsRejected) {
-  for (const char* tail : {"garbage", "{}", "]", std::string("\0", 1).c_str()}) {
+  for (const std::string& tail : std::vector<std::string>{"garbage", "{}", "]", std::string("\0", 1)}) {
     CaptureCopy c;
-    c.append_text("manifest.json", std::string(tail, std::max<size_t>(std::strlen(tail), 1)));
+    c.append_text("manifest.json", tail);
     const CliRun r = c.replay();
     EXPECT_EQ(r.code, kExitInvalidInput) << r.all();
     EXPECT_CONTAINS(r.err, "manifest.json: invalid JSON");
