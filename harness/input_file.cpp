@@ -13,7 +13,8 @@ namespace dsv4::harness {
 
 InputFile::InputFile(const std::string& path, std::string label) : label_(std::move(label)) {
   do {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: opening a FIFO must not wait for a writer (it is rejected below anyway).
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   } while (fd_ < 0 && errno == EINTR);
   if (fd_ < 0) {
     const int e = errno;

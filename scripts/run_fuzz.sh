@@ -77,14 +77,19 @@ for target in "${targets[@]}"; do
   artifacts="$root/$build_dir/fuzz-artifacts/$target/"
   corpus="$root/tests/fuzz/corpus/$target"
   log="$root/$build_dir/fuzz-$target.log"
-  echo "=== $target: fuzzer exit ${rcs[$target]}; $(grep -E '^#[0-9]+ *DONE' "$log" | tail -1)"
-  grep -E '^stat::(number_of_executed_units|peak_rss_mb)' "$log" | sed 's/^/    /'
-  crashes=("$artifacts"*)
-  if [ -e "${crashes[0]}" ]; then
+  echo "=== $target: fuzzer exit ${rcs[$target]}: $(grep -E '^Done [0-9]+ runs' "$log" | tail -1)"
+  grep -E '^stat::(number_of_executed_units|new_units_added|peak_rss_mb)' "$log" | sed 's/^/    /'
+  # slow-unit-*: an input that once took over 10 s (report_slow_units); not a failure, but said.
+  for slow in "$artifacts"slow-unit-*; do
+    [ -e "$slow" ] && echo "    note: $target: slow input $(basename "$slow") (kept in $artifacts)"
+  done
+  crashes=()
+  for f in "$artifacts"{crash,leak,timeout,oom}-*; do [ -e "$f" ] && crashes+=("$f"); done
+  if ((${#crashes[@]})); then
     mkdir -p "tests/fuzz/regressions/$target"
     cp "${crashes[@]}" "tests/fuzz/regressions/$target/"
-    echo "!!! $target: ${#crashes[@]} crash input(s) copied to tests/fuzz/regressions/$target/; the log:"
-    grep -E -A30 'ERROR|invariant broken|terminate|Sanitizer' "$log" | head -60
+    echo "!!! $target: ${#crashes[@]} failing input(s) copied to tests/fuzz/regressions/$target/; the log:"
+    grep -E -A30 'ERROR|invariant broken|terminate|Sanitizer' "$log" | head -60 || true
     status=1
   elif [ "${rcs[$target]}" -ne 0 ]; then
     tail -30 "$log"
@@ -96,6 +101,6 @@ for target in "${targets[@]}"; do
   "$fuzzer" -merge=1 -max_len="$(max_len "$target")" "$minimized" "$root/$build_dir/fuzz-work/$target" \
     >"$root/$build_dir/fuzz-merge-$target.log" 2>&1 || { echo "!!! $target: merge failed"; status=1; }
   rm -rf "$corpus"; mkdir -p "$corpus"; cp "$minimized"/* "$corpus/" 2>/dev/null || true
-  echo "=== $target: corpus minimized to $(ls "$corpus" | wc -l) inputs, $(du -sh "$corpus" | cut -f1) in tests/fuzz/corpus/$target"
+  echo "=== $target: corpus minimized to $(ls "$corpus" | wc -l) inputs, $(du -s --apparent-size -h "$corpus" | cut -f1) in tests/fuzz/corpus/$target"
 done
 exit $status

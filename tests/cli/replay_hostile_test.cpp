@@ -2,6 +2,7 @@
 // input exits 2 with the file, field, layer and row named; nothing crashes, nothing is
 // allocated past the named limits; a real disagreement stays exit 1 (cli_test.cpp).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <filesystem>
@@ -148,6 +149,13 @@ TEST(ReplayHostile, UnreadableFilesAreNamed) {
   const CliRun r = c.replay();
   EXPECT_EQ(r.code, kExitInvalidInput);
   EXPECT_CONTAINS(r.err, "seq_lens.npy (seq_lens): not a regular file");
+
+  CaptureCopy f;  // a FIFO: opening it must not wait for a writer
+  std::filesystem::remove(f.file("seq_lens.npy"));
+  ASSERT_EQ(mkfifo(f.file("seq_lens.npy").c_str(), 0600), 0);
+  const CliRun rf = f.replay();
+  EXPECT_EQ(rf.code, kExitInvalidInput);
+  EXPECT_CONTAINS(rf.err, "seq_lens.npy (seq_lens): not a regular file");
 
   if (std::filesystem::exists("/proc/self/mem")) {  // a "regular" file whose reads fail
     CaptureCopy p;
