@@ -3,12 +3,12 @@
 # UndefinedBehaviorSanitizer (gcc's, no extra packages), runs the CPU test suite (every CTest
 # test but the bench smoke tests; GPU tests skip without a device) and a short `dsv4 verify`.
 # Any sanitizer report fails the job (-fno-sanitize-recover, halt_on_error, abort_on_error).
-#   scripts/check_sanitizers.sh [VERIFY_STEPS]        (default 300)
+#   scripts/check_sanitizers.sh [VERIFY_STEPS]        (default 100)
 # Environment: BUILD_DIR (default build-sanitize), JOBS (default nproc).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${BUILD_DIR:-build-sanitize}
-steps=${1:-300}
+steps=${1:-100}
 jobs=${JOBS:-$(nproc)}
 t0=$(date +%s)
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1}
