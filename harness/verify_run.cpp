@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <exception>
 #include <iomanip>
@@ -104,7 +105,19 @@ VerifyResult run_verify(const VerifyOptions& o, std::ostream& progress) {
   std::exception_ptr fatal;
   std::atomic<bool> failed{false};
 
-  auto worker = [&] {
+  // Workers wait until every thread was started (or one could not be), then those with an
+  // index at or above `active` leave without allocating anything: when a thread cannot start,
+  // memory is short, so half of those that did start, at most one per core, do the run.
+  std::atomic<int> active{jobs};
+  std::mutex start_mutex;
+  std::condition_variable start_signal;
+  bool started = false;
+  auto worker = [&](int index) {
+    {
+      std::unique_lock<std::mutex> lock(start_mutex);
+      start_signal.wait(lock, [&] { return started; });
+    }
+    if (index >= active.load()) return;
     try {
       DifferentialOptions options;
       options.backends = o.backends;
@@ -143,19 +156,29 @@ VerifyResult run_verify(const VerifyOptions& o, std::ostream& progress) {
     }
   };
   // A thread that cannot start (no memory for its stack, a process limit) leaves the run to
-  // the ones that did; with none, the calling thread does the work after the progress loop.
+  // half of the ones that did; with none, the calling thread does the work after the
+  // progress loop.
   std::vector<std::thread> threads;
   threads.reserve(static_cast<size_t>(jobs));
   for (int j = 0; j < jobs; ++j) {
     try {
-      threads.emplace_back(worker);
+      threads.emplace_back(worker, j);
     } catch (const std::system_error& e) {
+      active = static_cast<int>(std::clamp<int64_t>(j / 2, 1, cores));
       progress << "verify: could start only " << j << " of " << jobs << " worker threads (" << e.what()
-               << "); continuing with " << std::max(j, 1) << "\n"
+               << "); memory is short, running with " << active.load() << "\n"
                << std::flush;
       break;
     }
   }
+  {
+    std::lock_guard<std::mutex> lock(start_mutex);
+    started = true;
+  }
+  start_signal.notify_all();
+  // The surplus threads leave at once; joined now, their stacks are released for the others.
+  for (size_t t = static_cast<size_t>(active.load()); t < threads.size(); ++t) threads[t].join();
+  if (threads.size() > static_cast<size_t>(active.load())) threads.resize(static_cast<size_t>(active.load()));
 
   // Progress: a live line on a terminal, a line per tenth otherwise.
   const bool tty = isatty(STDERR_FILENO) != 0;
@@ -180,7 +203,7 @@ VerifyResult run_verify(const VerifyOptions& o, std::ostream& progress) {
       if (done.load() < total) show(false);
     }
   }
-  if (threads.empty()) worker();
+  if (threads.empty()) worker(0);
   for (std::thread& t : threads) t.join();
   if (fatal) std::rethrow_exception(fatal);
   if (o.progress && total > 0 && (tty || last_tenth < 10)) show(true);

@@ -61,8 +61,9 @@ struct VerifyResult {
   int64_t corrupted_steps = 0;
   double seconds = 0;
 };
-// Validates the options first. Worker threads that cannot be started are reported on
-// `progress` and the run continues on those that did start (on the calling thread if none).
+// Validates the options first. A worker thread that cannot be started is reported on
+// `progress` and the run continues on half of those that did start, at most one per core
+// (on the calling thread if none started).
 // A generated step past options.resources throws InputError naming the step.
 VerifyResult run_verify(const VerifyOptions& options, std::ostream& progress);
 
