@@ -126,7 +126,8 @@ class ManifestReader {
   // A file name inside the capture directory: no path separators, not "." or "..".
   std::string file_name(const json& v, const std::string& field) const {
     const std::string name = string(v, field);
-    if (name.empty() || name == "." || name == ".." || name.find_first_of(std::string("/\\\0", 3)) != std::string::npos) {
+    if (name.empty() || name == "." || name == ".." ||
+        name.find_first_of(std::string("/\\\0", 3)) != std::string::npos) {
       fail(field, "\"" + printable(name, 80) + "\" is not a plain file name inside the capture directory");
     }
     return name;
@@ -170,11 +171,12 @@ Manifest parse_manifest(const std::string& text, const std::string& label, const
   m.object(manifest, "manifest");
 
   const std::string format = m.string(m.member(manifest, "format", "format"), "format");
-  if (format != kFormat) m.fail("format", "expected \"" + std::string(kFormat) + "\", got \"" + printable(format, 60) + "\"");
+  if (format != kFormat)
+    m.fail("format", "expected \"" + std::string(kFormat) + "\", got \"" + printable(format, 60) + "\"");
   const int32_t version = m.int32(m.member(manifest, "version", "version"), "version");
   if (version != kVersion) {
-    m.fail("version", "unsupported version " + std::to_string(version) + " (this build reads " +
-                          std::to_string(kVersion) + ")");
+    m.fail("version",
+           "unsupported version " + std::to_string(version) + " (this build reads " + std::to_string(kVersion) + ")");
   }
 
   Manifest out;
@@ -198,10 +200,11 @@ Manifest parse_manifest(const std::string& text, const std::string& label, const
   }
   schedule.window = m.int32_in(m.member(js, "window", "schedule.window"), "schedule.window", 1, res.max_window,
                                "max_window, the models' maximum context");
-  schedule.c4a_topk = m.int32_in(m.member(js, "c4a_topk", "schedule.c4a_topk"), "schedule.c4a_topk", 0,
-                                 res.max_row_width - schedule.window, "W + c4a_topk must stay within max_row_width " +
-                                 std::to_string(res.max_row_width) + " columns");
-  schedule.main_block_size = m.int32(m.member(js, "main_block_size", "schedule.main_block_size"), "schedule.main_block_size");
+  schedule.c4a_topk = m.int32_in(
+      m.member(js, "c4a_topk", "schedule.c4a_topk"), "schedule.c4a_topk", 0, res.max_row_width - schedule.window,
+      "W + c4a_topk must stay within max_row_width " + std::to_string(res.max_row_width) + " columns");
+  schedule.main_block_size =
+      m.int32(m.member(js, "main_block_size", "schedule.main_block_size"), "schedule.main_block_size");
   if (schedule.main_block_size < 128 || schedule.main_block_size % 128 != 0) {
     m.fail("schedule.main_block_size", std::to_string(schedule.main_block_size) +
                                            " is not a positive multiple of 128 (the C4A and C128A block sizes are "
@@ -240,25 +243,25 @@ Manifest parse_manifest(const std::string& text, const std::string& label, const
     const json& entry = m.object(jlayers[i], field);
     const int32_t layer = m.int32(m.member(entry, "layer", field + ".layer"), field + ".layer");
     if (layer < 0 || layer >= schedule.num_layers()) {
-      m.fail(field + ".layer", "layer " + std::to_string(layer) + " out of range [0, " +
-                                   std::to_string(schedule.num_layers()) + ")");
+      m.fail(field + ".layer",
+             "layer " + std::to_string(layer) + " out of range [0, " + std::to_string(schedule.num_layers()) + ")");
     }
     if (!seen.insert(layer).second) m.fail(field + ".layer", "duplicate layer " + std::to_string(layer));
     const int32_t ratio = schedule.compress_ratios[static_cast<size_t>(layer)];
     if (ratio != 4) {
       m.fail(field + ".layer", "layer " + std::to_string(layer) + " is " +
                                    ref::layer_kind_name(ref::layer_kind_from_ratio(ratio)) +
-                                   " (schedule.compress_ratios[" + std::to_string(layer) + "] = " +
-                                   std::to_string(ratio) + "); only C4A layers have indexer output");
+                                   " (schedule.compress_ratios[" + std::to_string(layer) +
+                                   "] = " + std::to_string(ratio) + "); only C4A layers have indexer output");
     }
-    out.c4a_layers.push_back({layer, m.file_name(m.member(entry, "decode_local", field + ".decode_local"), field + ".decode_local"),
-                              m.file_name(m.member(entry, "prefill_topk", field + ".prefill_topk"), field + ".prefill_topk"),
-                              field});
+    out.c4a_layers.push_back(
+        {layer, m.file_name(m.member(entry, "decode_local", field + ".decode_local"), field + ".decode_local"),
+         m.file_name(m.member(entry, "prefill_topk", field + ".prefill_topk"), field + ".prefill_topk"), field});
   }
   for (int32_t layer = 0; layer < schedule.num_layers(); ++layer) {
     if (schedule.compress_ratios[static_cast<size_t>(layer)] == 4 && seen.count(layer) == 0) {
-      m.fail("c4a_layers", "C4A layer " + std::to_string(layer) + " (schedule.compress_ratios[" + std::to_string(layer) +
-                               "] = 4) has no entry; every C4A layer needs its indexer output");
+      m.fail("c4a_layers", "C4A layer " + std::to_string(layer) + " (schedule.compress_ratios[" +
+                               std::to_string(layer) + "] = 4) has no entry; every C4A layer needs its indexer output");
     }
   }
   return out;
@@ -333,8 +336,8 @@ class Sources {
   }
   std::string layer_file(const Manifest::C4aLayer& l, bool prefill) const {
     const std::string& name = prefill ? l.prefill_topk : l.decode_local;
-    return "capture " + printable((root_ / name).string()) + " (" + l.field + (prefill ? ".prefill_topk" : ".decode_local") +
-           "), layer " + std::to_string(l.layer) + " (C4A)";
+    return "capture " + printable((root_ / name).string()) + " (" + l.field +
+           (prefill ? ".prefill_topk" : ".decode_local") + "), layer " + std::to_string(l.layer) + " (C4A)";
   }
   [[noreturn]] static void fail(const std::string& where, const std::string& what) {
     throw InputError(where + ": structural error: " + what);
@@ -345,12 +348,15 @@ class Sources {
   std::string blame(const std::string& message, ref::LayerKind kind, const Manifest::C4aLayer* layer) const {
     const std::string word = message.substr(0, message.find_first_of("[ .="));
     const bool c4a = kind == ref::LayerKind::kC4A;
-    if (word == "query_start_loc" || word == "seq_lens" || word == "token_to_req" || word == "decode_valid") return file(word);
+    if (word == "query_start_loc" || word == "seq_lens" || word == "token_to_req" || word == "decode_valid")
+      return file(word);
     if (word == "T") return file("token_to_req");
     if (word == "R") return file("seq_lens");
-    if (word == "swa") return message.rfind("swa.block_size", 0) == 0 ? manifest_field("step.swa_block_size") : file("swa_block_table");
+    if (word == "swa")
+      return message.rfind("swa.block_size", 0) == 0 ? manifest_field("step.swa_block_size") : file("swa_block_table");
     if (word == "compressed") {
-      if (message.rfind("compressed.block_size", 0) == 0) return manifest_field(c4a ? "step.c4a_block_size" : "step.c128a_block_size");
+      if (message.rfind("compressed.block_size", 0) == 0)
+        return manifest_field(c4a ? "step.c4a_block_size" : "step.c128a_block_size");
       return file(c4a ? "c4a_block_table" : "c128a_block_table");
     }
     if ((word == "prefill_topk" || word == "Kp") && layer) return layer_file(*layer, true);
@@ -358,7 +364,8 @@ class Sources {
     if (word == "window") return manifest_field("schedule.window");
     if (word == "topk") return manifest_field("schedule.c4a_topk");
     if (word == "max_model_len") return manifest_field("step.max_model_len");
-    if (word == "D" || word == "num_decode_tokens" || word == "decode_swa_indices") return manifest_field("step.num_decode_tokens");
+    if (word == "D" || word == "num_decode_tokens" || word == "decode_swa_indices")
+      return manifest_field("step.num_decode_tokens");
     return "capture " + printable((root_ / kManifest).string());
   }
 
@@ -379,7 +386,8 @@ void check_step_structure(const ref::Step& step, const Manifest& m, const Source
   const std::string r_is = count_of("R", R, m.file("seq_lens"));
   if (step.query_start_loc.size() != R + 1) {
     Sources::fail(src.file("query_start_loc"), "has " + std::to_string(step.query_start_loc.size()) +
-                                                   " entries, expected R + 1 = " + std::to_string(R + 1) + " (" + r_is + ")");
+                                                   " entries, expected R + 1 = " + std::to_string(R + 1) + " (" + r_is +
+                                                   ")");
   }
   if (step.query_start_loc(0) == 0 && step.query_start_loc(R) != T) {
     Sources::fail(src.file("token_to_req"), "has " + std::to_string(T) + " entries, but query_start_loc[" +
@@ -395,8 +403,8 @@ void check_step_structure(const ref::Step& step, const Manifest& m, const Source
   try {
     ref::validate_decode_boundary(step.query_start_loc, step.num_decode_tokens, "num_decode_tokens");
   } catch (const std::invalid_argument& e) {
-    Sources::fail(src.manifest_field("step.num_decode_tokens"), std::string(e.what()) + " (" +
-                                                                    count_of("T", T, m.file("token_to_req")) + ")");
+    Sources::fail(src.manifest_field("step.num_decode_tokens"),
+                  std::string(e.what()) + " (" + count_of("T", T, m.file("token_to_req")) + ")");
   }
   const auto D = static_cast<size_t>(step.num_decode_tokens);
   if (!step.decode_valid.empty() && step.decode_valid.size() != D) {
@@ -408,8 +416,8 @@ void check_step_structure(const ref::Step& step, const Manifest& m, const Source
                                      {"c4a_block_table", &step.c4a},
                                      {"c128a_block_table", &step.c128a}}) {
     if (cache->block_table.rows() != R) {
-      Sources::fail(src.file(field), "has " + std::to_string(cache->block_table.rows()) +
-                                         " rows, expected one per request: " + r_is);
+      Sources::fail(src.file(field),
+                    "has " + std::to_string(cache->block_table.rows()) + " rows, expected one per request: " + r_is);
     }
   }
   const int64_t capacity = int64_t{step.swa.block_table.cols()} * step.swa.block_size;
@@ -450,7 +458,7 @@ void save_capture(const Capture& capture, const std::string& dir) {
   files["seq_lens"] = put("seq_lens.npy", encode(step.seq_lens));
   files["token_to_req"] = put("token_to_req.npy", encode(step.token_to_req));
   files["decode_valid"] = put("decode_valid.npy", npy::encode_uint8({static_cast<int64_t>(step.decode_valid.size())},
-                                                                     step.decode_valid.data()));
+                                                                    step.decode_valid.data()));
   files["swa_block_table"] = put("swa_block_table.npy", encode(step.swa.block_table));
   files["c4a_block_table"] = put("c4a_block_table.npy", encode(step.c4a.block_table));
   files["c128a_block_table"] = put("c128a_block_table.npy", encode(step.c128a.block_table));
@@ -536,9 +544,9 @@ Capture load_capture(const std::string& dir, const CaptureLimits& limits) {
     ref::C4aIndexerOutput& out = capture.c4a_per_layer[static_cast<size_t>(l.layer)];
     for (const bool prefill : {false, true}) {
       ref::IndexMatrix& matrix = prefill ? out.prefill_topk : out.decode_local;
-      matrix = npy_files.matrix(prefill ? l.prefill_topk : l.decode_local,
-                                l.field + (prefill ? ".prefill_topk" : ".decode_local") + " of layer " +
-                                    std::to_string(l.layer));
+      matrix = npy_files.matrix(
+          prefill ? l.prefill_topk : l.decode_local,
+          l.field + (prefill ? ".prefill_topk" : ".decode_local") + " of layer " + std::to_string(l.layer));
       const Eigen::Index rows = prefill ? prefill_tokens : D;
       if (matrix.rows() != rows) {
         throw InputError(src.layer_file(l, prefill) + ": field 'shape': expected " + std::to_string(rows) + " rows (" +
@@ -555,7 +563,8 @@ Capture load_capture(const std::string& dir, const CaptureLimits& limits) {
   // differ only in their two files, whose shapes were checked above.
   bool checked[3] = {false, false, false};
   for (int32_t layer = 0; layer < capture.schedule.num_layers(); ++layer) {
-    const ref::LayerKind kind = ref::layer_kind_from_ratio(capture.schedule.compress_ratios[static_cast<size_t>(layer)]);
+    const ref::LayerKind kind =
+        ref::layer_kind_from_ratio(capture.schedule.compress_ratios[static_cast<size_t>(layer)]);
     if (checked[static_cast<int>(kind)]) continue;
     checked[static_cast<int>(kind)] = true;
     const Manifest::C4aLayer* files = nullptr;

@@ -131,9 +131,9 @@ int run_verify_command(VerifyOptions o, bool quiet, const std::string& schedule_
     out << o.steps << " steps from seed " << o.seed;
   }
   out << ", schedule " << o.schedule_arg << ", at most " << o.limits.max_tokens << " tokens a step, "
-      << (o.corrupted_every > 0 ? "every " + std::to_string(o.corrupted_every) +
-                                      "-th step corrupted (its content errors must match), "
-                                : std::string())
+      << (o.corrupted_every > 0
+              ? "every " + std::to_string(o.corrupted_every) + "-th step corrupted (its content errors must match), "
+              : std::string())
       << "backends: " << backend_list(o.backends) << "\n"
       << std::flush;
   if (o.only_step >= 0) {  // a single step: say what it is
@@ -248,7 +248,8 @@ int run_demo_command(std::ostream& out) {
         << o.sparse_indices.cols() - schedule.window << "), content errors " << o.content_errors << "\n";
     const int32_t T = step.num_tokens();
     for (int32_t t : {0, step.num_decode_tokens, T - 1})
-      if (t >= 0 && t < T && (t != T - 1 || T - 1 != step.num_decode_tokens)) print_row(out, o, step, schedule.window, t);
+      if (t >= 0 && t < T && (t != T - 1 || T - 1 != step.num_decode_tokens))
+        print_row(out, o, step, schedule.window, t);
   }
 
   DifferentialOptions options;
@@ -288,31 +289,55 @@ int run_dsv4(const std::vector<std::string>& args, std::ostream& out, std::ostre
       "present plus one per C4A layer: Flash 23, Pro 31) and buffer identity of cache hits. Prints a\n"
       "progress line on stderr, a summary table, and for a mismatch the command that replays its step.");
   verify->add_option("--steps", vo.steps, "number of random steps")
-      ->check(integer_in(0, kMaxVerifySteps))->type_name("N in 0..10^12")->capture_default_str();
-  verify->add_option("--seed", vo.seed, "seed of the run")->check(any_u64())->type_name("S in 0..2^64-1")->capture_default_str();
-  verify->add_option("--schedule", schedule_arg,
-                     "random: layer sequences of ratios 0/1/4/128, random window and C4A top-k;\n"
-                     "all: the three take turns")
-      ->check(CLI::IsMember({"flash", "pro", "random", "all"}).description(""))->type_name("flash|pro|random|all")->capture_default_str();
+      ->check(integer_in(0, kMaxVerifySteps))
+      ->type_name("N in 0..10^12")
+      ->capture_default_str();
+  verify->add_option("--seed", vo.seed, "seed of the run")
+      ->check(any_u64())
+      ->type_name("S in 0..2^64-1")
+      ->capture_default_str();
+  verify
+      ->add_option("--schedule", schedule_arg,
+                   "random: layer sequences of ratios 0/1/4/128, random window and C4A top-k;\n"
+                   "all: the three take turns")
+      ->check(CLI::IsMember({"flash", "pro", "random", "all"}).description(""))
+      ->type_name("flash|pro|random|all")
+      ->capture_default_str();
   verify->add_option("--backend", backend_arg, "all: every backend present")
-      ->check(CLI::IsMember({"host", "cuda", "all"}).description(""))->type_name("host|cuda|all")->capture_default_str();
+      ->check(CLI::IsMember({"host", "cuda", "all"}).description(""))
+      ->type_name("host|cuda|all")
+      ->capture_default_str();
   verify->add_option("--max-tokens", max_tokens, "tokens per step at most")
-      ->check(integer_in(1, kMaxTokensPerStep))->type_name("M in 1..8192")->capture_default_str();
-  verify->add_option("--max-size", vo.max_size,
-                     "caps the RapidCheck size that scales requests, tokens, contexts and\n"
-                     "layers (step i uses size i % (Z + 1))")
-      ->check(integer_in(0, kMaxRapidCheckSize))->type_name("Z in 0..100")->capture_default_str();
-  verify->add_option("--corrupted-every", vo.corrupted_every,
-                     "every K-th step carries SPEC §4 content errors, whose counts must\n"
-                     "agree between all paths (0: none)")
-      ->check(integer_in(0, kMaxCorruptedEvery))->type_name("K in 0..2^31-1")->capture_default_str();
+      ->check(integer_in(1, kMaxTokensPerStep))
+      ->type_name("M in 1..8192")
+      ->capture_default_str();
+  verify
+      ->add_option("--max-size", vo.max_size,
+                   "caps the RapidCheck size that scales requests, tokens, contexts and\n"
+                   "layers (step i uses size i % (Z + 1))")
+      ->check(integer_in(0, kMaxRapidCheckSize))
+      ->type_name("Z in 0..100")
+      ->capture_default_str();
+  verify
+      ->add_option("--corrupted-every", vo.corrupted_every,
+                   "every K-th step carries SPEC §4 content errors, whose counts must\n"
+                   "agree between all paths (0: none)")
+      ->check(integer_in(0, kMaxCorruptedEvery))
+      ->type_name("K in 0..2^31-1")
+      ->capture_default_str();
   verify->add_option("--step", vo.only_step, "run only step I of this seed (failure reports print this line)")
-      ->check(integer_in(0, kMaxStepIndex))->type_name("I in 0..10^18");
-  verify->add_option("--jobs", vo.jobs, "worker threads (default: all cores)")->check(integer_in(1, kMaxJobs))->type_name("J in 1..1024");
-  verify->add_option("--max-step-bytes", max_step_bytes,
-                     "limit on one step's builder outputs, all layers together (peak\n"
-                     "memory is about 3x this per job); a step past it stops the run (exit 2)")
-      ->transform(bytes_in(kMinStepOutputBytes, kMaxStepOutputBytes))->type_name("B in 1M..64G")->capture_default_str();
+      ->check(integer_in(0, kMaxStepIndex))
+      ->type_name("I in 0..10^18");
+  verify->add_option("--jobs", vo.jobs, "worker threads (default: all cores)")
+      ->check(integer_in(1, kMaxJobs))
+      ->type_name("J in 1..1024");
+  verify
+      ->add_option("--max-step-bytes", max_step_bytes,
+                   "limit on one step's builder outputs, all layers together (peak\n"
+                   "memory is about 3x this per job); a step past it stops the run (exit 2)")
+      ->transform(bytes_in(kMinStepOutputBytes, kMaxStepOutputBytes))
+      ->type_name("B in 1M..64G")
+      ->capture_default_str();
   verify->add_flag("--quiet", quiet, "no progress line");
   verify->footer(kExitCodes);
 
@@ -328,18 +353,26 @@ int run_dsv4(const std::vector<std::string>& args, std::ostream& out, std::ostre
       "row. Content errors must be 0 unless --allow-content-errors.");
   replay->add_option("DIR", replay_dir, "the capture directory")->required()->type_name("");
   replay->add_option("--backend", replay_backend, "all: every backend present")
-      ->check(CLI::IsMember({"host", "cuda", "all"}).description(""))->type_name("host|cuda|all")->capture_default_str();
+      ->check(CLI::IsMember({"host", "cuda", "all"}).description(""))
+      ->type_name("host|cuda|all")
+      ->capture_default_str();
   replay->add_flag("--allow-content-errors", allow_content_errors,
                    "accept SPEC §4 content errors (their counts must still agree on\n"
                    "every path)");
-  replay->add_option("--max-step-bytes", limits.resources.max_step_output_bytes,
-                     "limit on the step's builder outputs, all layers together (peak\n"
-                     "memory is about 3x this)")
-      ->transform(bytes_in(kMinStepOutputBytes, kMaxStepOutputBytes))->type_name("B in 1M..64G")->capture_default_str();
-  replay->add_option("--max-capture-bytes", limits.max_capture_bytes,
-                     "limit on the .npy data of the capture together, checked from each\n"
-                     "file's header before its data is read")
-      ->transform(bytes_in(kMinStepOutputBytes, kMaxStepOutputBytes))->type_name("B in 1M..64G")->capture_default_str();
+  replay
+      ->add_option("--max-step-bytes", limits.resources.max_step_output_bytes,
+                   "limit on the step's builder outputs, all layers together (peak\n"
+                   "memory is about 3x this)")
+      ->transform(bytes_in(kMinStepOutputBytes, kMaxStepOutputBytes))
+      ->type_name("B in 1M..64G")
+      ->capture_default_str();
+  replay
+      ->add_option("--max-capture-bytes", limits.max_capture_bytes,
+                   "limit on the .npy data of the capture together, checked from each\n"
+                   "file's header before its data is read")
+      ->transform(bytes_in(kMinStepOutputBytes, kMaxStepOutputBytes))
+      ->type_name("B in 1M..64G")
+      ->capture_default_str();
   replay->footer(kExitCodes);
 
   app.add_subcommand("demo",

@@ -52,9 +52,8 @@ StepFootprint check_step_resources(const ref::Step& step, const ref::ModelSchedu
       if (c128a_width < 0) c128a_width = ref::c128a_effective_width(max_pos, step.max_model_len);
       P = c128a_width;
     } else if (kind == ref::LayerKind::kC4A) {
-      const int64_t kd = static_cast<size_t>(l) < c4a_per_layer.size()
-                             ? c4a_per_layer[static_cast<size_t>(l)].decode_local.cols()
-                             : 0;
+      const int64_t kd =
+          static_cast<size_t>(l) < c4a_per_layer.size() ? c4a_per_layer[static_cast<size_t>(l)].decode_local.cols() : 0;
       P = (std::max<int64_t>(schedule.c4a_topk, kd) + 3) / 4 * 4;
     }
     const int64_t width = int64_t{W} + P;

@@ -16,9 +16,9 @@ struct ResourceLimits {
   // --max-step-bytes: sparse_indices + sparse_lens of every layer of the step. The check
   // holds the reference's outputs and a backend's at once, so peak memory is about 3x this.
   uint64_t max_step_output_bytes = uint64_t{1} << 30;
-  int32_t max_window = 1 << 20;       // the models' maximum context (SPEC §1)
-  int64_t max_row_width = 1 << 21;    // W + P columns of one output row
-  int32_t max_layers = 1024;          // DeepSeek-V4 has 43 (Flash) or 61 (Pro)
+  int32_t max_window = 1 << 20;     // the models' maximum context (SPEC §1)
+  int64_t max_row_width = 1 << 21;  // W + P columns of one output row
+  int32_t max_layers = 1024;        // DeepSeek-V4 has 43 (Flash) or 61 (Pro)
 };
 
 // Limit range of --max-step-bytes.

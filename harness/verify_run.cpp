@@ -12,7 +12,6 @@
 #include <mutex>
 #include <ostream>
 #include <sstream>
-#include <system_error>
 #include <thread>
 
 #include "harness/errors.h"
@@ -163,7 +162,7 @@ VerifyResult run_verify(const VerifyOptions& o, std::ostream& progress) {
   for (int j = 0; j < jobs; ++j) {
     try {
       threads.emplace_back(worker, j);
-    } catch (const std::system_error& e) {
+    } catch (const std::exception& e) {  // std::system_error; std::bad_alloc for its state
       active = static_cast<int>(std::clamp<int64_t>(j / 2, 1, cores));
       progress << "verify: could start only " << j << " of " << jobs << " worker threads (" << e.what()
                << "); memory is short, running with " << active.load() << "\n"

@@ -14,9 +14,13 @@ namespace dsv4::harness::testing {
 namespace {
 
 TEST(Cli, HelpOnEverySubcommandExitsZero) {
-  for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"--help"}, {"-h"}, {"help"}, {"verify", "--help"}, {"replay", "--help"},
-        {"demo", "--help"}, {"verify", "--steps", "3", "--help"}}) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"--help"},
+                                               {"-h"},
+                                               {"help"},
+                                               {"verify", "--help"},
+                                               {"replay", "--help"},
+                                               {"demo", "--help"},
+                                               {"verify", "--steps", "3", "--help"}}) {
     SCOPED_TRACE(args.front() + (args.size() > 1 ? " " + args[1] : ""));
     const CliRun r = dsv4(args);
     EXPECT_EQ(r.code, kExitPass) << r.all();
@@ -40,10 +44,15 @@ TEST(Cli, ReplayHelpDoesNotLoadACaptureNamedHelp) {
 }
 
 TEST(Cli, UsageErrorsExitTwo) {
-  for (const std::vector<std::string>& args :
-       {std::vector<std::string>{}, {"frobnicate"}, {"verify", "--no-such-flag"}, {"verify", "extra"},
-        {"replay"}, {"verify", "--steps"}, {"verify", "--schedule", "llama"}, {"verify", "--backend", "tpu"},
-        {"demo", "now"}}) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{},
+                                               {"frobnicate"},
+                                               {"verify", "--no-such-flag"},
+                                               {"verify", "extra"},
+                                               {"replay"},
+                                               {"verify", "--steps"},
+                                               {"verify", "--schedule", "llama"},
+                                               {"verify", "--backend", "tpu"},
+                                               {"demo", "now"}}) {
     const CliRun r = dsv4(args);
     EXPECT_EQ(r.code, kExitInvalidInput) << (args.empty() ? "(none)" : args.front()) << "\n" << r.all();
   }
@@ -77,9 +86,10 @@ TEST(Cli, ValuesBeyondTheirTypeAreRejectedNotTruncated) {
   const std::vector<std::string> malformed = {"18446744073709551616", "-1", "1e3", "0x10", " 5", "5 ", "", "+5"};
   std::vector<std::string> beyond_int32 = malformed;
   beyond_int32.insert(beyond_int32.end(), {"2147483648", "4294967296", "4294967295"});
-  for (const char* option : {"--max-tokens", "--max-size", "--jobs", "--corrupted-every", "--steps", "--step", "--seed"}) {
-    const bool int32_option = std::string(option) != "--steps" && std::string(option) != "--step" &&
-                              std::string(option) != "--seed";
+  for (const char* option :
+       {"--max-tokens", "--max-size", "--jobs", "--corrupted-every", "--steps", "--step", "--seed"}) {
+    const bool int32_option =
+        std::string(option) != "--steps" && std::string(option) != "--step" && std::string(option) != "--seed";
     for (const std::string& value : int32_option ? beyond_int32 : malformed) {
       SCOPED_TRACE(std::string(option) + " '" + value + "'");
       const CliRun r = dsv4({"verify", option, value, "--quiet", "--backend", "host"});
@@ -135,7 +145,8 @@ TEST(Cli, EveryDocumentedRangeIsEnforced) {
 
 // A single step reports what it runs; --max-tokens is honoured.
 TEST(Cli, VerifyRunsAndPasses) {
-  const CliRun r = dsv4({"verify", "--steps", "12", "--max-tokens", "32", "--jobs", "2", "--quiet", "--backend", "host"});
+  const CliRun r =
+      dsv4({"verify", "--steps", "12", "--max-tokens", "32", "--jobs", "2", "--quiet", "--backend", "host"});
   EXPECT_EQ(r.code, kExitPass) << r.all();
   EXPECT_CONTAINS(r.out, "at most 32 tokens a step");
   EXPECT_CONTAINS(r.out, "result: PASS, 0 mismatch(es) in 12 steps");
@@ -199,7 +210,7 @@ TEST(Cli, GeneratedStepsPastTheStepLimitStopWithTheLimitNamed) {
   EXPECT_EQ(dsv4({"verify", "--step", "99999", "--max-size", "100000"}).code, kExitInvalidInput);
   // A Pro step of 1024 tokens at full size needs ~190 MB of outputs: above a 1 MiB limit.
   const CliRun r = dsv4({"verify", "--step", "100", "--schedule", "pro", "--max-tokens", "1024", "--max-step-bytes",
-                      "1M", "--quiet", "--backend", "host"});
+                         "1M", "--quiet", "--backend", "host"});
   EXPECT_EQ(r.code, kExitInvalidInput) << r.all();
   EXPECT_CONTAINS(r.err, "verify step 100");
   EXPECT_CONTAINS(r.err, "--max-step-bytes");

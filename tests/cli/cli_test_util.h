@@ -37,8 +37,10 @@ inline CliRun dsv4(std::vector<std::string> args, const BuilderFactory& make_bui
 
 inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-#define EXPECT_CONTAINS(text, part) EXPECT_TRUE(::dsv4::harness::testing::contains(text, part)) << "'" << (part) << "' not in:\n" << (text)
-#define EXPECT_NOT_CONTAINS(text, part) EXPECT_FALSE(::dsv4::harness::testing::contains(text, part)) << "'" << (part) << "' in:\n" << (text)
+#define EXPECT_CONTAINS(text, part) \
+  EXPECT_TRUE(::dsv4::harness::testing::contains(text, part)) << "'" << (part) << "' not in:\n" << (text)
+#define EXPECT_NOT_CONTAINS(text, part) \
+  EXPECT_FALSE(::dsv4::harness::testing::contains(text, part)) << "'" << (part) << "' in:\n" << (text)
 
 // A fresh directory under the system temp dir, removed at scope exit.
 class ScratchDir {

@@ -50,7 +50,8 @@ TEST(ReplayHostile, StructurallyInvalidCaptureIsInvalidInputWithFileFieldAndRow)
   CaptureCopy w;  // a SWA table too narrow for a request's tokens
   npy::Array<int32_t> swa = w.read_int32("swa_block_table.npy");
   npy::Array<int32_t> narrow{{swa.shape[0], 1}, {}};
-  for (int64_t r2 = 0; r2 < swa.shape[0]; ++r2) narrow.values.push_back(swa.values[static_cast<size_t>(r2 * swa.shape[1])]);
+  for (int64_t r2 = 0; r2 < swa.shape[0]; ++r2)
+    narrow.values.push_back(swa.values[static_cast<size_t>(r2 * swa.shape[1])]);
   w.write_int32("swa_block_table.npy", narrow);
   const CliRun rw = w.replay();
   EXPECT_EQ(rw.code, kExitInvalidInput);
@@ -187,7 +188,8 @@ TEST(ReplayHostile, EmptyTokenToReqBlamesTokenToReq) {
   c.write_int32("token_to_req.npy", npy::Array<int32_t>{{0}, {}});
   const CliRun r = c.replay();
   EXPECT_EQ(r.code, kExitInvalidInput);
-  EXPECT_CONTAINS(r.err, "token_to_req.npy (token_to_req): structural error: has 0 entries, but query_start_loc[3] = 24");
+  EXPECT_CONTAINS(r.err,
+                  "token_to_req.npy (token_to_req): structural error: has 0 entries, but query_start_loc[3] = 24");
   EXPECT_NOT_CONTAINS(r.err, "c4a_layer");
   EXPECT_NOT_CONTAINS(r.err, "-4");
 }

@@ -79,9 +79,8 @@ inline void npy(const uint8_t* data, size_t size) {
   } catch (const harness::InputError& e) {
     memory = std::string("error: ") + e.what();
   }
-  const std::string file = read_as_file(bytes, [&](const std::string& path) {
-    return describe(npy::read_int32(path, label));
-  });
+  const std::string file =
+      read_as_file(bytes, [&](const std::string& path) { return describe(npy::read_int32(path, label)); });
   if (file != "(no memfd)" && file != memory) broken("int32 file reader: " + file + "\nmemory parser: " + memory);
 
   try {
@@ -91,9 +90,8 @@ inline void npy(const uint8_t* data, size_t size) {
   } catch (const harness::InputError& e) {
     memory = std::string("error: ") + e.what();
   }
-  const std::string file8 = read_as_file(bytes, [&](const std::string& path) {
-    return describe(npy::read_uint8(path, label));
-  });
+  const std::string file8 =
+      read_as_file(bytes, [&](const std::string& path) { return describe(npy::read_uint8(path, label)); });
   if (file8 != "(no memfd)" && file8 != memory) broken("uint8 file reader: " + file8 + "\nmemory parser: " + memory);
 
   try {  // the header grammar on its own
@@ -126,7 +124,8 @@ inline void manifest(const uint8_t* data, size_t size) {
       broken("c4a layer");
     }
     for (const std::string* name : {&l.decode_local, &l.prefill_topk})
-      if (name->empty() || name->find('/') != std::string::npos || name->find('\0') != std::string::npos) broken("name");
+      if (name->empty() || name->find('/') != std::string::npos || name->find('\0') != std::string::npos)
+        broken("name");
   }
   if (m.c4a_block_size * 4 != s.main_block_size || m.c128a_block_size * 128 != s.main_block_size) broken("blocks");
 }
