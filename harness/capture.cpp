@@ -1,7 +1,7 @@
 // Step capture format, version 1: one engine step as a directory that a Python engine can
 // write with numpy.save and json.dump, and `dsv4 replay DIR` can check.
 //
-//   DIR/manifest.json
+//   DIR/manifest.json (UTF-8 JSON, one object, nothing after it but whitespace; <= 16 MiB)
 //     {"format": "dsv4-step-capture", "version": 1,
 //      "schedule": {"name": str, "compress_ratios": [int, ...], "window": int,
 //                   "c4a_topk": int, "main_block_size": int},
@@ -17,21 +17,37 @@
 //     swa_block_table (R x NBs), c4a_block_table (R x NB4), c128a_block_table (R x NB128),
 //     per C4A layer: decode_local (D x K) and prefill_topk ((T-D) x K), the indexer's local
 //     compressed indices, -1 padded. K may be smaller than c4a_topk (the builder pads with -1).
-//   Layers not listed in c4a_layers get empty indexer outputs. File names are plain names
-//   inside DIR. Unknown JSON keys are ignored. Integers must fit int32.
 //
-// Loading checks syntax, types and ranks (and that the C4A rows match D and T-D), not the
-// step's structure: the builders reject a structurally bad step with std::invalid_argument.
+// Rules (each broken one is reported with the file, the field and, where there is one, the
+// layer and the row):
+//   - compress_ratios: one entry per layer of the main step (1..1024 of them), each 0, 1, 4
+//     or 128; window 1..1048576; c4a_topk >= 0; integers must fit int32.
+//   - main_block_size: a multiple of 128; c4a_block_size = main_block_size / 4 and
+//     c128a_block_size = main_block_size / 128 (SPEC §2); swa_block_size >= 1.
+//   - c4a_layers: exactly one entry per C4A layer (ratio 4), none for other layers.
+//   - File names are plain names inside DIR. Unknown JSON keys are ignored.
+//   - The step is structurally valid (SPEC §4): query_start_loc has R + 1 entries, starts at
+//     0, never decreases and ends at T; token_to_req agrees with it; seq_lens[r] is at least
+//     its query length and fits its SWA block-table row; num_decode_tokens is a request
+//     boundary; decode_valid has D entries or none; every block table has R rows; C4A files
+//     have D and T - D rows.
+//   - Limits (CaptureLimits): the .npy data together <= --max-capture-bytes (checked from
+//     each file's header before its body is read), the step's outputs <= --max-step-bytes,
+//     rows <= 2^21 columns (resource_limits.h).
+// Content errors (SPEC §4: block-table entries that are negative or too few) are not
+// structural; `dsv4 replay` counts them.
 #include "harness/capture.h"
 
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
 
+#include "harness/errors.h"
+#include "harness/input_file.h"
 #include "harness/npy.h"
+#include "reference/step_structure.h"
 
 namespace dsv4::harness {
 namespace {
@@ -42,6 +58,8 @@ using nlohmann::json;
 constexpr const char* kFormat = "dsv4-step-capture";
 constexpr int kVersion = 1;
 constexpr const char* kManifest = "manifest.json";
+constexpr const char* kStepFiles[] = {"query_start_loc", "seq_lens",        "token_to_req",     "decode_valid",
+                                      "swa_block_table", "c4a_block_table", "c128a_block_table"};
 
 // ---- save ---------------------------------------------------------------------------------
 
@@ -61,19 +79,19 @@ std::string layer_file(int32_t layer, const char* what) {
   return "c4a_layer" + number + "_" + what + ".npy";
 }
 
-// ---- load ---------------------------------------------------------------------------------
+// ---- load: the manifest -------------------------------------------------------------------
 
 // Typed access to manifest fields; every error names the manifest and the dotted field path.
 class ManifestReader {
  public:
-  explicit ManifestReader(std::string path) : path_(std::move(path)) {}
+  explicit ManifestReader(std::string label) : label_(std::move(label)) {}
 
   [[noreturn]] void fail(const std::string& field, const std::string& what) const {
-    throw std::runtime_error("capture " + path_ + ": field '" + field + "': " + what);
+    throw InputError("capture " + label_ + ": field '" + field + "': " + what);
   }
   const json& member(const json& object, const std::string& key, const std::string& field) const {
     const auto it = object.find(key);
-    if (it == object.end()) throw std::runtime_error("capture " + path_ + ": missing field '" + field + "'");
+    if (it == object.end()) throw InputError("capture " + label_ + ": missing field '" + field + "'");
     return *it;
   }
   const json& object(const json& v, const std::string& field) const {
@@ -97,90 +115,322 @@ class ManifestReader {
     if (!fits) fail(field, "value " + v.dump() + " does not fit int32");
     return static_cast<int32_t>(v.get<int64_t>());
   }
+  int32_t int32_in(const json& v, const std::string& field, int64_t min, int64_t max, const std::string& why) const {
+    const int32_t value = int32(v, field);
+    if (value < min || value > max) {
+      fail(field, std::to_string(value) + " is outside [" + std::to_string(min) + ", " + std::to_string(max) + "]" +
+                      (why.empty() ? "" : " (" + why + ")"));
+    }
+    return value;
+  }
   // A file name inside the capture directory: no path separators, not "." or "..".
   std::string file_name(const json& v, const std::string& field) const {
     const std::string name = string(v, field);
-    if (name.empty() || name == "." || name == ".." || name.find_first_of(std::string("/\\\0", 3)) != std::string::npos) {
-      fail(field, "'" + name + "' is not a plain file name inside the capture directory");
+    if (name.empty() || name == "." || name == ".." ||
+        name.find_first_of(std::string("/\\\0", 3)) != std::string::npos) {
+      fail(field, "\"" + printable(name, 80) + "\" is not a plain file name inside the capture directory");
     }
     return name;
   }
 
-  int32_t int32_at(const json& object, const std::string& key, const std::string& parent) const {
-    return int32(member(object, key, parent + "." + key), parent + "." + key);
-  }
-
  private:
+  // Never dumps a whole array or object (a deeply nested one would recurse for each level).
   static std::string describe(const json& v) {
     if (v.is_null()) return "null";
-    std::string text = v.dump();
-    if (text.size() > 40) text = text.substr(0, 37) + "...";
-    return std::string(v.type_name()) + " " + text;
+    if (v.is_array()) return "an array of " + std::to_string(v.size()) + " elements";
+    if (v.is_object()) return "an object of " + std::to_string(v.size()) + " members";
+    if (v.is_string()) return "string \"" + printable(v.get<std::string>(), 40) + "\"";
+    return std::string(v.type_name()) + " " + v.dump();
   }
 
-  std::string path_;
+  std::string label_;
 };
 
-json read_manifest(const fs::path& path) {
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) {
-    throw std::runtime_error("capture " + path.string() + ": file not found (not a capture directory?)");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("capture " + path.string() + ": cannot open file");
-  try {
-    return json::parse(in);
-  } catch (const json::exception& e) {
-    throw std::runtime_error("capture " + path.string() + ": invalid JSON: " + e.what());
-  }
+}  // namespace
+
+const std::string& Manifest::file(const std::string& field) const {
+  for (const auto& [key, name] : files)
+    if (key == field) return name;
+  throw std::logic_error("Manifest::file: unknown field " + field);
 }
 
-// Reads the .npy arrays named in the manifest, each error naming the file and its field.
+Manifest parse_manifest(const std::string& text, const std::string& label, const CaptureLimits& limits) {
+  // nlohmann's lexer ends the input at a NUL byte, so "{...}\0garbage" would parse; JSON text
+  // never holds a raw NUL (a string spells it \u0000).
+  const size_t nul = text.find('\0');
+  if (nul != std::string::npos) {
+    throw InputError("capture " + label + ": invalid JSON: a NUL byte at offset " + std::to_string(nul));
+  }
+  json manifest;
+  try {
+    manifest = json::parse(text);  // strict: one value, then only whitespace
+  } catch (const json::exception& e) {
+    throw InputError("capture " + label + ": invalid JSON: " + e.what());
+  }
+  const ManifestReader m(label);
+  m.object(manifest, "manifest");
+
+  const std::string format = m.string(m.member(manifest, "format", "format"), "format");
+  if (format != kFormat)
+    m.fail("format", "expected \"" + std::string(kFormat) + "\", got \"" + printable(format, 60) + "\"");
+  const int32_t version = m.int32(m.member(manifest, "version", "version"), "version");
+  if (version != kVersion) {
+    m.fail("version",
+           "unsupported version " + std::to_string(version) + " (this build reads " + std::to_string(kVersion) + ")");
+  }
+
+  Manifest out;
+  ref::ModelSchedule& schedule = out.schedule;
+  const ResourceLimits& res = limits.resources;
+  const json& js = m.object(m.member(manifest, "schedule", "schedule"), "schedule");
+  schedule.name = m.string(m.member(js, "name", "schedule.name"), "schedule.name");
+  const json& ratios = m.array(m.member(js, "compress_ratios", "schedule.compress_ratios"), "schedule.compress_ratios");
+  if (ratios.empty()) m.fail("schedule.compress_ratios", "empty: a step has at least one layer");
+  if (ratios.size() > static_cast<size_t>(res.max_layers)) {
+    m.fail("schedule.compress_ratios", std::to_string(ratios.size()) + " layers, above the limit of " +
+                                           std::to_string(res.max_layers) + " (max_layers; DeepSeek-V4 has 43 or 61)");
+  }
+  for (size_t i = 0; i < ratios.size(); ++i) {
+    const std::string field = "schedule.compress_ratios[" + std::to_string(i) + "]";
+    const int32_t ratio = m.int32(ratios[i], field);
+    if (ratio != 0 && ratio != 1 && ratio != 4 && ratio != 128) {
+      m.fail(field, std::to_string(ratio) + " is not a DeepSeek-V4 layer kind (0 or 1: SWA-only, 4: C4A, 128: C128A)");
+    }
+    schedule.compress_ratios.push_back(ratio);
+  }
+  schedule.window = m.int32_in(m.member(js, "window", "schedule.window"), "schedule.window", 1, res.max_window,
+                               "max_window, the models' maximum context");
+  schedule.c4a_topk = m.int32_in(
+      m.member(js, "c4a_topk", "schedule.c4a_topk"), "schedule.c4a_topk", 0, res.max_row_width - schedule.window,
+      "W + c4a_topk must stay within max_row_width " + std::to_string(res.max_row_width) + " columns");
+  schedule.main_block_size =
+      m.int32(m.member(js, "main_block_size", "schedule.main_block_size"), "schedule.main_block_size");
+  if (schedule.main_block_size < 128 || schedule.main_block_size % 128 != 0) {
+    m.fail("schedule.main_block_size", std::to_string(schedule.main_block_size) +
+                                           " is not a positive multiple of 128 (the C4A and C128A block sizes are "
+                                           "main_block_size / 4 and / 128)");
+  }
+
+  const json& jstep = m.object(m.member(manifest, "step", "step"), "step");
+  const auto step_int = [&](const char* key, int64_t min) {
+    const std::string field = std::string("step.") + key;
+    return m.int32_in(m.member(jstep, key, field), field, min, std::numeric_limits<int32_t>::max(), "");
+  };
+  out.num_decode_tokens = step_int("num_decode_tokens", 0);
+  out.max_model_len = step_int("max_model_len", 1);
+  out.swa_block_size = step_int("swa_block_size", 1);
+  out.c4a_block_size = step_int("c4a_block_size", 1);
+  out.c128a_block_size = step_int("c128a_block_size", 1);
+  if (out.c4a_block_size != schedule.main_block_size / 4) {
+    m.fail("step.c4a_block_size", std::to_string(out.c4a_block_size) + " is not schedule.main_block_size / 4 = " +
+                                      std::to_string(schedule.main_block_size / 4) + " (SPEC §2)");
+  }
+  if (out.c128a_block_size != schedule.main_block_size / 128) {
+    m.fail("step.c128a_block_size", std::to_string(out.c128a_block_size) + " is not schedule.main_block_size / 128 = " +
+                                        std::to_string(schedule.main_block_size / 128) + " (SPEC §2)");
+  }
+
+  const json& jfiles = m.object(m.member(manifest, "files", "files"), "files");
+  for (const char* key : kStepFiles) {
+    const std::string field = std::string("files.") + key;
+    out.files.emplace_back(key, m.file_name(m.member(jfiles, key, field), field));
+  }
+
+  std::set<int32_t> seen;
+  const json& jlayers = m.array(m.member(manifest, "c4a_layers", "c4a_layers"), "c4a_layers");
+  for (size_t i = 0; i < jlayers.size(); ++i) {
+    const std::string field = "c4a_layers[" + std::to_string(i) + "]";
+    const json& entry = m.object(jlayers[i], field);
+    const int32_t layer = m.int32(m.member(entry, "layer", field + ".layer"), field + ".layer");
+    if (layer < 0 || layer >= schedule.num_layers()) {
+      m.fail(field + ".layer",
+             "layer " + std::to_string(layer) + " out of range [0, " + std::to_string(schedule.num_layers()) + ")");
+    }
+    if (!seen.insert(layer).second) m.fail(field + ".layer", "duplicate layer " + std::to_string(layer));
+    const int32_t ratio = schedule.compress_ratios[static_cast<size_t>(layer)];
+    if (ratio != 4) {
+      m.fail(field + ".layer", "layer " + std::to_string(layer) + " is " +
+                                   ref::layer_kind_name(ref::layer_kind_from_ratio(ratio)) +
+                                   " (schedule.compress_ratios[" + std::to_string(layer) +
+                                   "] = " + std::to_string(ratio) + "); only C4A layers have indexer output");
+    }
+    out.c4a_layers.push_back(
+        {layer, m.file_name(m.member(entry, "decode_local", field + ".decode_local"), field + ".decode_local"),
+         m.file_name(m.member(entry, "prefill_topk", field + ".prefill_topk"), field + ".prefill_topk"), field});
+  }
+  for (int32_t layer = 0; layer < schedule.num_layers(); ++layer) {
+    if (schedule.compress_ratios[static_cast<size_t>(layer)] == 4 && seen.count(layer) == 0) {
+      m.fail("c4a_layers", "C4A layer " + std::to_string(layer) + " (schedule.compress_ratios[" +
+                               std::to_string(layer) + "] = 4) has no entry; every C4A layer needs its indexer output");
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// ---- load: the arrays ---------------------------------------------------------------------
+
+// Reads the .npy arrays named in the manifest, each error naming the file and its field;
+// all of them together within the capture's byte budget.
 class ArrayLoader {
  public:
-  explicit ArrayLoader(fs::path root) : root_(std::move(root)) {}
+  ArrayLoader(fs::path root, uint64_t max_bytes) : root_(std::move(root)), total_(max_bytes), left_(max_bytes) {}
 
-  ref::IndexVector vector(const std::string& name, const std::string& field) const {
-    const std::string label = label_of(name, field);
-    npy::Array<int32_t> a = npy::read_int32((root_ / name).string(), label);
-    check_rank(a.shape, 1, label);
+  std::string label(const std::string& name, const std::string& field) const {
+    return "capture " + printable((root_ / name).string()) + " (" + field + ")";
+  }
+
+  ref::IndexVector vector(const std::string& name, const std::string& field) {
+    const std::string l = label(name, field);
+    npy::Array<int32_t> a = npy::read_int32((root_ / name).string(), l, limit());
+    spend(a.file_data_bytes);
+    check_rank(a.shape, 1, l);
     return Eigen::Map<ref::IndexVector>(a.values.data(), static_cast<Eigen::Index>(a.shape[0]));
   }
-  ref::IndexMatrix matrix(const std::string& name, const std::string& field) const {
-    const std::string label = label_of(name, field);
-    npy::Array<int32_t> a = npy::read_int32((root_ / name).string(), label);
-    check_rank(a.shape, 2, label);
+  ref::IndexMatrix matrix(const std::string& name, const std::string& field) {
+    const std::string l = label(name, field);
+    npy::Array<int32_t> a = npy::read_int32((root_ / name).string(), l, limit());
+    spend(a.file_data_bytes);
+    check_rank(a.shape, 2, l);
     return Eigen::Map<ref::IndexMatrix>(a.values.data(), static_cast<Eigen::Index>(a.shape[0]),
                                         static_cast<Eigen::Index>(a.shape[1]));
   }
-  std::vector<uint8_t> bytes(const std::string& name, const std::string& field) const {
-    const std::string label = label_of(name, field);
-    npy::Array<uint8_t> a = npy::read_uint8((root_ / name).string(), label);
-    check_rank(a.shape, 1, label);
+  std::vector<uint8_t> bytes(const std::string& name, const std::string& field) {
+    const std::string l = label(name, field);
+    npy::Array<uint8_t> a = npy::read_uint8((root_ / name).string(), l, limit());
+    spend(a.file_data_bytes);
+    check_rank(a.shape, 1, l);
     return std::move(a.values);
-  }
-  // A C4A matrix must have as many rows as the step implies.
-  void check_rows(const ref::IndexMatrix& m, Eigen::Index rows, const std::string& name,
-                  const std::string& field, const std::string& why) const {
-    if (m.rows() != rows) {
-      throw std::runtime_error(label_of(name, field) + ": field 'shape': expected " + std::to_string(rows) +
-                               " rows (" + why + "), got " + std::to_string(m.rows()));
-    }
   }
 
  private:
-  std::string label_of(const std::string& name, const std::string& field) const {
-    return "capture " + (root_ / name).string() + " (" + field + ")";
+  npy::ByteLimit limit() const {
+    return {left_, "--max-capture-bytes: " + std::to_string(total_) + " for all .npy data of a capture, " +
+                       std::to_string(left_) + " left for this file"};
   }
+  void spend(uint64_t bytes) { left_ -= std::min(bytes, left_); }
   static void check_rank(const std::vector<int64_t>& shape, size_t rank, const std::string& label) {
     if (shape.size() != rank) {
-      throw std::runtime_error(label + ": field 'shape': expected rank " + std::to_string(rank) +
-                               ", got rank " + std::to_string(shape.size()));
+      throw InputError(label + ": field 'shape': expected rank " + std::to_string(rank) + ", got rank " +
+                       std::to_string(shape.size()));
     }
   }
 
   fs::path root_;
+  uint64_t total_, left_;
 };
+
+// ---- load: the step's structure -----------------------------------------------------------
+
+// Names where each of a step's values came from, for structural error messages.
+class Sources {
+ public:
+  Sources(const fs::path& root, const Manifest& m) : root_(root), manifest_(m) {}
+
+  std::string file(const std::string& field) const {
+    return "capture " + printable((root_ / manifest_.file(field)).string()) + " (" + field + ")";
+  }
+  std::string manifest_field(const std::string& field) const {
+    return "capture " + printable((root_ / kManifest).string()) + ": field '" + field + "'";
+  }
+  std::string layer_file(const Manifest::C4aLayer& l, bool prefill) const {
+    const std::string& name = prefill ? l.prefill_topk : l.decode_local;
+    return "capture " + printable((root_ / name).string()) + " (" + l.field +
+           (prefill ? ".prefill_topk" : ".decode_local") + "), layer " + std::to_string(l.layer) + " (C4A)";
+  }
+  [[noreturn]] static void fail(const std::string& where, const std::string& what) {
+    throw InputError(where + ": structural error: " + what);
+  }
+
+  // Where the reference's message about one layer's inputs points (its first word names the
+  // field: "seq_lens[3] = ...", "compressed.block_table has ...", "prefill_topk has ...").
+  std::string blame(const std::string& message, ref::LayerKind kind, const Manifest::C4aLayer* layer) const {
+    const std::string word = message.substr(0, message.find_first_of("[ .="));
+    const bool c4a = kind == ref::LayerKind::kC4A;
+    if (word == "query_start_loc" || word == "seq_lens" || word == "token_to_req" || word == "decode_valid")
+      return file(word);
+    if (word == "T") return file("token_to_req");
+    if (word == "R") return file("seq_lens");
+    if (word == "swa")
+      return message.rfind("swa.block_size", 0) == 0 ? manifest_field("step.swa_block_size") : file("swa_block_table");
+    if (word == "compressed") {
+      if (message.rfind("compressed.block_size", 0) == 0)
+        return manifest_field(c4a ? "step.c4a_block_size" : "step.c128a_block_size");
+      return file(c4a ? "c4a_block_table" : "c128a_block_table");
+    }
+    if ((word == "prefill_topk" || word == "Kp") && layer) return layer_file(*layer, true);
+    if ((word == "decode_compressed" || word == "Kd") && layer) return layer_file(*layer, false);
+    if (word == "window") return manifest_field("schedule.window");
+    if (word == "topk") return manifest_field("schedule.c4a_topk");
+    if (word == "max_model_len") return manifest_field("step.max_model_len");
+    if (word == "D" || word == "num_decode_tokens" || word == "decode_swa_indices")
+      return manifest_field("step.num_decode_tokens");
+    return "capture " + printable((root_ / kManifest).string());
+  }
+
+ private:
+  fs::path root_;
+  const Manifest& manifest_;
+};
+
+std::string count_of(const char* what, Eigen::Index n, const std::string& source) {
+  return std::string(what) + " = " + std::to_string(n) + " (the length of " + source + ")";
+}
+
+// SPEC §4 step-level checks, each error naming its file and row; those the reference owns
+// (value checks within query_start_loc, token_to_req, seq_lens) are its own messages with
+// the file put in front.
+void check_step_structure(const ref::Step& step, const Manifest& m, const Sources& src) {
+  const Eigen::Index R = step.seq_lens.size(), T = step.token_to_req.size();
+  const std::string r_is = count_of("R", R, m.file("seq_lens"));
+  if (step.query_start_loc.size() != R + 1) {
+    Sources::fail(src.file("query_start_loc"), "has " + std::to_string(step.query_start_loc.size()) +
+                                                   " entries, expected R + 1 = " + std::to_string(R + 1) + " (" + r_is +
+                                                   ")");
+  }
+  if (step.query_start_loc(0) == 0 && step.query_start_loc(R) != T) {
+    Sources::fail(src.file("token_to_req"), "has " + std::to_string(T) + " entries, but query_start_loc[" +
+                                                std::to_string(R) + "] = " + std::to_string(step.query_start_loc(R)) +
+                                                " in " + m.file("query_start_loc") +
+                                                " says the step has that many tokens (one entry per token)");
+  }
+  try {
+    ref::validate_step_structure(step.query_start_loc, step.seq_lens, step.token_to_req);
+  } catch (const std::invalid_argument& e) {
+    Sources::fail(src.blame(e.what(), ref::LayerKind::kSwaOnly, nullptr), e.what());
+  }
+  try {
+    ref::validate_decode_boundary(step.query_start_loc, step.num_decode_tokens, "num_decode_tokens");
+  } catch (const std::invalid_argument& e) {
+    Sources::fail(src.manifest_field("step.num_decode_tokens"),
+                  std::string(e.what()) + " (" + count_of("T", T, m.file("token_to_req")) + ")");
+  }
+  const auto D = static_cast<size_t>(step.num_decode_tokens);
+  if (!step.decode_valid.empty() && step.decode_valid.size() != D) {
+    Sources::fail(src.file("decode_valid"), "has " + std::to_string(step.decode_valid.size()) +
+                                                " entries, expected step.num_decode_tokens = " + std::to_string(D) +
+                                                " (or none: all valid)");
+  }
+  for (const auto& [field, cache] : {std::pair<const char*, const ref::PagedCache*>{"swa_block_table", &step.swa},
+                                     {"c4a_block_table", &step.c4a},
+                                     {"c128a_block_table", &step.c128a}}) {
+    if (cache->block_table.rows() != R) {
+      Sources::fail(src.file(field),
+                    "has " + std::to_string(cache->block_table.rows()) + " rows, expected one per request: " + r_is);
+    }
+  }
+  const int64_t capacity = int64_t{step.swa.block_table.cols()} * step.swa.block_size;
+  for (Eigen::Index r = 0; r < R; ++r) {
+    if (step.seq_lens(r) > capacity) {
+      Sources::fail(src.file("seq_lens"), "seq_lens[" + std::to_string(r) + "] = " + std::to_string(step.seq_lens(r)) +
+                                              ": above the " + std::to_string(capacity) + " tokens its row of " +
+                                              m.file("swa_block_table") + " can hold (" +
+                                              std::to_string(step.swa.block_table.cols()) + " blocks of " +
+                                              std::to_string(step.swa.block_size) + ")");
+    }
+  }
+}
 
 }  // namespace
 
@@ -208,16 +458,23 @@ void save_capture(const Capture& capture, const std::string& dir) {
   files["seq_lens"] = put("seq_lens.npy", encode(step.seq_lens));
   files["token_to_req"] = put("token_to_req.npy", encode(step.token_to_req));
   files["decode_valid"] = put("decode_valid.npy", npy::encode_uint8({static_cast<int64_t>(step.decode_valid.size())},
-                                                                     step.decode_valid.data()));
+                                                                    step.decode_valid.data()));
   files["swa_block_table"] = put("swa_block_table.npy", encode(step.swa.block_table));
   files["c4a_block_table"] = put("c4a_block_table.npy", encode(step.c4a.block_table));
   files["c128a_block_table"] = put("c128a_block_table.npy", encode(step.c128a.block_table));
 
-  // Layers without indexer output (non-C4A) are left out; loading gives them empty ones.
+  // Every C4A layer has an entry (its matrices may be empty); other layers have none.
   nlohmann::ordered_json c4a_layers = nlohmann::ordered_json::array();
   for (int32_t layer = 0; layer < schedule.num_layers(); ++layer) {
     const ref::C4aIndexerOutput& out = capture.c4a_per_layer[static_cast<size_t>(layer)];
-    if (!has_indexer_output(out)) continue;
+    const int32_t ratio = schedule.compress_ratios[static_cast<size_t>(layer)];
+    if (ref::layer_kind_from_ratio(ratio) != ref::LayerKind::kC4A) {
+      if (has_indexer_output(out)) {
+        throw std::invalid_argument("save_capture: layer " + std::to_string(layer) + " has compress ratio " +
+                                    std::to_string(ratio) + " but C4A indexer output (only C4A layers have one)");
+      }
+      continue;
+    }
     nlohmann::ordered_json entry;
     entry["layer"] = layer;
     entry["decode_local"] = put(layer_file(layer, "decode_local"), encode(out.decode_local));
@@ -245,90 +502,82 @@ void save_capture(const Capture& capture, const std::string& dir) {
   npy::write_file((root / kManifest).string(), std::vector<uint8_t>(text.begin(), text.end()));
 }
 
-Capture load_capture(const std::string& dir) {
+Capture load_capture(const std::string& dir, const CaptureLimits& limits) {
   const fs::path root(dir);
   const fs::path manifest_path = root / kManifest;
-  const json manifest = read_manifest(manifest_path);
-  const ManifestReader m(manifest_path.string());
-  m.object(manifest, "manifest");
-
-  const std::string format = m.string(m.member(manifest, "format", "format"), "format");
-  if (format != kFormat) m.fail("format", "expected \"" + std::string(kFormat) + "\", got \"" + format + "\"");
-  const int32_t version = m.int32(m.member(manifest, "version", "version"), "version");
-  if (version != kVersion) {
-    m.fail("version", "unsupported version " + std::to_string(version) + " (this build reads " +
-                          std::to_string(kVersion) + ")");
+  const std::string manifest_label = printable(manifest_path.string());
+  std::string text;
+  {
+    std::error_code ec;
+    if (!fs::exists(manifest_path, ec)) {
+      throw InputError("capture " + manifest_label + ": file not found (not a capture directory?)");
+    }
+    text = read_text_file(manifest_path.string(), "capture " + manifest_label, kMaxManifestBytes);
+    if (text.empty()) throw InputError("capture " + manifest_label + ": the file is empty");
   }
+  const Manifest m = parse_manifest(text, manifest_label, limits);
+  const Sources src(root, m);
 
   Capture capture;
-  ref::ModelSchedule& schedule = capture.schedule;
-  const json& js = m.object(m.member(manifest, "schedule", "schedule"), "schedule");
-  schedule.name = m.string(m.member(js, "name", "schedule.name"), "schedule.name");
-  const json& ratios = m.array(m.member(js, "compress_ratios", "schedule.compress_ratios"), "schedule.compress_ratios");
-  for (size_t i = 0; i < ratios.size(); ++i) {
-    schedule.compress_ratios.push_back(m.int32(ratios[i], "schedule.compress_ratios[" + std::to_string(i) + "]"));
-  }
-  schedule.window = m.int32_at(js, "window", "schedule");
-  schedule.c4a_topk = m.int32_at(js, "c4a_topk", "schedule");
-  schedule.main_block_size = m.int32_at(js, "main_block_size", "schedule");
-
+  capture.schedule = m.schedule;
   ref::Step& step = capture.step;
-  const json& jstep = m.object(m.member(manifest, "step", "step"), "step");
-  step.num_decode_tokens = m.int32_at(jstep, "num_decode_tokens", "step");
-  step.max_model_len = m.int32_at(jstep, "max_model_len", "step");
-  step.swa.block_size = m.int32_at(jstep, "swa_block_size", "step");
-  step.c4a.block_size = m.int32_at(jstep, "c4a_block_size", "step");
-  step.c128a.block_size = m.int32_at(jstep, "c128a_block_size", "step");
+  step.num_decode_tokens = m.num_decode_tokens;
+  step.max_model_len = m.max_model_len;
+  step.swa.block_size = m.swa_block_size;
+  step.c4a.block_size = m.c4a_block_size;
+  step.c128a.block_size = m.c128a_block_size;
 
-  const json& jfiles = m.object(m.member(manifest, "files", "files"), "files");
-  const auto file = [&](const std::string& field) {
-    return m.file_name(m.member(jfiles, field, "files." + field), "files." + field);
-  };
-  const std::string query_start_loc = file("query_start_loc"), seq_lens = file("seq_lens"),
-                    token_to_req = file("token_to_req"), decode_valid = file("decode_valid"),
-                    swa_table = file("swa_block_table"), c4a_table = file("c4a_block_table"),
-                    c128a_table = file("c128a_block_table");
+  ArrayLoader npy_files(root, limits.max_capture_bytes);
+  step.query_start_loc = npy_files.vector(m.file("query_start_loc"), "query_start_loc");
+  step.seq_lens = npy_files.vector(m.file("seq_lens"), "seq_lens");
+  step.token_to_req = npy_files.vector(m.file("token_to_req"), "token_to_req");
+  step.decode_valid = npy_files.bytes(m.file("decode_valid"), "decode_valid");
+  step.swa.block_table = npy_files.matrix(m.file("swa_block_table"), "swa_block_table");
+  step.c4a.block_table = npy_files.matrix(m.file("c4a_block_table"), "c4a_block_table");
+  step.c128a.block_table = npy_files.matrix(m.file("c128a_block_table"), "c128a_block_table");
+  check_step_structure(step, m, src);
 
-  struct LayerFiles {
-    int32_t layer;
-    std::string decode_local, prefill_topk, field;
-  };
-  std::vector<LayerFiles> layers;
-  std::set<int32_t> seen;
-  const json& jlayers = m.array(m.member(manifest, "c4a_layers", "c4a_layers"), "c4a_layers");
-  for (size_t i = 0; i < jlayers.size(); ++i) {
-    const std::string field = "c4a_layers[" + std::to_string(i) + "]";
-    const json& entry = m.object(jlayers[i], field);
-    const int32_t layer = m.int32_at(entry, "layer", field);
-    if (layer < 0 || layer >= schedule.num_layers()) {
-      m.fail(field + ".layer", "layer " + std::to_string(layer) + " out of range [0, " +
-                                   std::to_string(schedule.num_layers()) + ")");
+  capture.c4a_per_layer.resize(capture.schedule.compress_ratios.size());
+  const Eigen::Index D = step.num_decode_tokens;
+  const Eigen::Index prefill_tokens = step.token_to_req.size() - D;  // >= 0: D <= T was checked
+  for (const Manifest::C4aLayer& l : m.c4a_layers) {
+    ref::C4aIndexerOutput& out = capture.c4a_per_layer[static_cast<size_t>(l.layer)];
+    for (const bool prefill : {false, true}) {
+      ref::IndexMatrix& matrix = prefill ? out.prefill_topk : out.decode_local;
+      matrix = npy_files.matrix(
+          prefill ? l.prefill_topk : l.decode_local,
+          l.field + (prefill ? ".prefill_topk" : ".decode_local") + " of layer " + std::to_string(l.layer));
+      const Eigen::Index rows = prefill ? prefill_tokens : D;
+      if (matrix.rows() != rows) {
+        throw InputError(src.layer_file(l, prefill) + ": field 'shape': expected " + std::to_string(rows) + " rows (" +
+                         (prefill ? "the tokens after the decode tokens, T - D" : "step.num_decode_tokens, D") +
+                         "), got " + std::to_string(matrix.rows()));
+      }
     }
-    if (!seen.insert(layer).second) m.fail(field + ".layer", "duplicate layer " + std::to_string(layer));
-    layers.push_back({layer, m.file_name(m.member(entry, "decode_local", field + ".decode_local"), field + ".decode_local"),
-                      m.file_name(m.member(entry, "prefill_topk", field + ".prefill_topk"), field + ".prefill_topk"),
-                      field});
   }
 
-  const ArrayLoader npy_files(root);
-  step.query_start_loc = npy_files.vector(query_start_loc, "query_start_loc");
-  step.seq_lens = npy_files.vector(seq_lens, "seq_lens");
-  step.token_to_req = npy_files.vector(token_to_req, "token_to_req");
-  step.decode_valid = npy_files.bytes(decode_valid, "decode_valid");
-  step.swa.block_table = npy_files.matrix(swa_table, "swa_block_table");
-  step.c4a.block_table = npy_files.matrix(c4a_table, "c4a_block_table");
-  step.c128a.block_table = npy_files.matrix(c128a_table, "c128a_block_table");
+  check_step_resources(step, capture.schedule, capture.c4a_per_layer, limits.resources, "capture " + printable(dir));
 
-  capture.c4a_per_layer.resize(schedule.compress_ratios.size());
-  const Eigen::Index num_prefill_tokens = step.token_to_req.size() - step.num_decode_tokens;
-  for (const LayerFiles& lf : layers) {
-    ref::C4aIndexerOutput& out = capture.c4a_per_layer[static_cast<size_t>(lf.layer)];
-    out.decode_local = npy_files.matrix(lf.decode_local, lf.field + ".decode_local");
-    npy_files.check_rows(out.decode_local, step.num_decode_tokens, lf.decode_local, lf.field + ".decode_local",
-                         "step.num_decode_tokens");
-    out.prefill_topk = npy_files.matrix(lf.prefill_topk, lf.field + ".prefill_topk");
-    npy_files.check_rows(out.prefill_topk, num_prefill_tokens, lf.prefill_topk, lf.field + ".prefill_topk",
-                         "tokens after the decode tokens");
+  // The reference's own checks on the builder inputs of one layer of each kind: all
+  // SWA-only layers of a step get the same inputs, and so do all C128A layers; C4A layers
+  // differ only in their two files, whose shapes were checked above.
+  bool checked[3] = {false, false, false};
+  for (int32_t layer = 0; layer < capture.schedule.num_layers(); ++layer) {
+    const ref::LayerKind kind =
+        ref::layer_kind_from_ratio(capture.schedule.compress_ratios[static_cast<size_t>(layer)]);
+    if (checked[static_cast<int>(kind)]) continue;
+    checked[static_cast<int>(kind)] = true;
+    const Manifest::C4aLayer* files = nullptr;
+    for (const Manifest::C4aLayer& l : m.c4a_layers)
+      if (l.layer == layer) files = &l;
+    try {
+      ref::validate_builder_inputs(
+          ref::layer_builder_inputs(step, capture.schedule, layer, &capture.c4a_per_layer[static_cast<size_t>(layer)]));
+    } catch (const std::invalid_argument& e) {
+      Sources::fail(src.blame(e.what(), kind, files) + ", layer " + std::to_string(layer) + " (" +
+                        ref::layer_kind_name(kind) + ")",
+                    e.what());
+    }
   }
   return capture;
 }

@@ -240,6 +240,7 @@ void DifferentialSummary::add(const DifferentialSummary& o) {
   layers += o.layers;
   reference_content_errors += o.reference_content_errors;
   reference_mismatches += o.reference_mismatches;
+  if (reference_first_error_layer < 0) reference_first_error_layer = o.reference_first_error_layer;
   for (const BackendTotals& ob : o.backends) {
     BackendTotals* mine = nullptr;
     for (BackendTotals& b : backends)
@@ -307,14 +308,17 @@ DifferentialSummary DifferentialChecker::check(const StepCase& c, ContentErrorPo
       summary.reference_content_errors += want[l].content_errors;
       if (want[l].content_errors > 0 && first_layer < 0) first_layer = static_cast<int32_t>(l);
     }
+    summary.reference_first_error_layer = first_layer;
     if (policy == ContentErrorPolicy::kMustBeZero && first_layer >= 0) {
       Mismatch m;
       m.backend = "reference";
-      m.what = "content errors";
+      m.what = "content errors on a valid step";
       m.layer = first_layer;
       m.kind = kind_name(c.schedule.compress_ratios[static_cast<size_t>(first_layer)]);
-      m.detail = "on a valid step: " + std::to_string(summary.reference_content_errors) +
-                 " in all layers (a generator or reference bug)";
+      m.actual = summary.reference_content_errors;
+      m.detail = "the reference counted " + std::to_string(want[static_cast<size_t>(first_layer)].content_errors) +
+                 " in this layer (the first with any), " + std::to_string(summary.reference_content_errors) +
+                 " in all layers; a valid step has none (for a generated step: a generator or reference bug)";
       reference_record(m);
     }
     for (size_t i = 0; i < backends_.size(); ++i) {

@@ -44,6 +44,7 @@ struct Mismatch {
   int32_t layer = -1;   // -1: not about one layer
   std::string kind;     // layer kind name
   std::string what;     // "sparse_indices", "sparse_lens", "content errors", "builder calls",
+                        // "content errors on a valid step" (reference side),
                         // "shape", "buffer identity", "use after end_step", "exception"
   int32_t token = -1, request = -1, position = -1, column = -1;
   int32_t window = 0;   // to name the column: window part or compressed part
@@ -66,6 +67,7 @@ struct DifferentialSummary {
   int64_t steps = 0, layers = 0;
   int64_t reference_content_errors = 0;
   int64_t reference_mismatches = 0;  // the reference threw, or erred on a valid step
+  int32_t reference_first_error_layer = -1;  // the first layer with content errors (first step)
   std::vector<BackendTotals> backends;
   std::vector<Mismatch> reported;    // the first few, in full
   std::vector<std::string> failing_steps;  // describe() + replay line of each failing step

@@ -1,10 +1,13 @@
 #include "harness/npy.h"
 
+#include <algorithm>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <stdexcept>
+
+#include "harness/errors.h"
+#include "harness/input_file.h"
 
 namespace dsv4::harness::npy {
 namespace {
@@ -13,7 +16,7 @@ constexpr uint8_t kMagic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
 constexpr int64_t kMaxDimension = std::numeric_limits<int32_t>::max();
 
 [[noreturn]] void fail(const std::string& label, const std::string& field, const std::string& what) {
-  throw std::runtime_error(label + ": field '" + field + "': " + what);
+  throw InputError(label + ": field '" + field + "': " + what);
 }
 
 std::string shape_string(const std::vector<int64_t>& shape) {
@@ -41,7 +44,7 @@ class HeaderParser {
     while (!consume('}')) {
       const std::string key = parse_string("header");
       skip_space();
-      if (!consume(':')) fail_at("header", "expected ':' after key '" + key + "'");
+      if (!consume(':')) fail_at("header", "expected ':' after key '" + printable(key, 40) + "'");
       skip_space();
       if (key == "descr") {
         if (seen_descr) fail(label_, key, "duplicate key");
@@ -56,7 +59,7 @@ class HeaderParser {
         header.shape = parse_shape();
         seen_shape = true;
       } else {
-        fail(label_, "header", "unexpected key '" + key + "'");
+        fail(label_, "header", "unexpected key '" + printable(key, 40) + "'");
       }
       skip_space();
       if (consume(',')) {
@@ -140,7 +143,7 @@ class HeaderParser {
     if (pos_ == start) fail_at("shape", "expected a non-negative integer");
     if (pos_ - start > 1 && text_[start] == '0') fail_at("shape", "leading zero in a dimension");
     if (value > kMaxDimension) {
-      fail(label_, "shape", "dimension " + text_.substr(start, pos_ - start) + " exceeds int32");
+      fail(label_, "shape", "dimension " + printable(text_.substr(start, pos_ - start), 40) + " exceeds int32");
     }
     return value;
   }
@@ -153,7 +156,7 @@ class HeaderParser {
 // The header and where the data starts, with the data size checked against the shape.
 struct Layout {
   Header header;
-  size_t data_offset = 0;
+  uint64_t data_offset = 0;
   size_t item_size = 0;  // bytes
   size_t count = 0;      // elements
 };
@@ -163,42 +166,62 @@ struct Dtype {
   size_t item_size;
 };
 
-Layout parse_layout(const std::vector<uint8_t>& bytes, const std::string& label,
-                    const std::vector<Dtype>& accepted) {
-  if (bytes.size() < 8 || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
+const std::vector<Dtype> kInt32Dtypes = {{"<i4", 4}, {"<i8", 8}};  // '<i8' is narrowed
+const std::vector<Dtype> kUint8Dtypes = {{"|u1", 1}, {"|b1", 1}};
+
+// The fixed part before the header: magic, version, header length.
+struct Preamble {
+  size_t prefix = 0;  // bytes before the header: 10 (version 1) or 12
+  uint64_t header_len = 0;
+};
+
+// `p` holds the first `n` bytes of a file of `file_size` bytes, n >= min(file_size, 12).
+Preamble parse_preamble(const uint8_t* p, size_t n, uint64_t file_size, const std::string& label) {
+  if (file_size == 0) fail(label, "magic", "not a .npy file (the file is empty)");
+  if (n < 8 || std::memcmp(p, kMagic, sizeof kMagic) != 0) {
     fail(label, "magic", "not a .npy file (no \\x93NUMPY magic string)");
   }
-  const int major = bytes[6], minor = bytes[7];
+  const int major = p[6], minor = p[7];
   if (major < 1 || major > 3 || minor != 0) {
     fail(label, "version", "unsupported format version " + std::to_string(major) + "." +
                                std::to_string(minor) + " (expected 1.0, 2.0 or 3.0)");
   }
-  const size_t prefix = major == 1 ? 10 : 12;
-  if (bytes.size() < prefix) fail(label, "header_len", "file ends inside the header length");
-  size_t header_len = 0;
-  for (size_t i = prefix; i-- > 8;) header_len = (header_len << 8) | bytes[i];
-  if (header_len > bytes.size() - prefix) {
-    fail(label, "header_len", "header of " + std::to_string(header_len) + " bytes runs past the end of the " +
-                                  std::to_string(bytes.size()) + "-byte file");
+  Preamble pre;
+  pre.prefix = major == 1 ? 10 : 12;
+  if (file_size < pre.prefix || n < pre.prefix) fail(label, "header_len", "file ends inside the header length");
+  for (size_t i = pre.prefix; i-- > 8;) pre.header_len = (pre.header_len << 8) | p[i];
+  if (pre.header_len > file_size - pre.prefix) {
+    fail(label, "header_len", "header of " + std::to_string(pre.header_len) + " bytes runs past the end of the " +
+                                  std::to_string(file_size) + "-byte file");
   }
-  Layout layout;
-  layout.header = parse_header(
-      std::string(reinterpret_cast<const char*>(bytes.data()) + prefix, header_len), label);
-  layout.data_offset = prefix + header_len;
+  if (pre.header_len > kMaxHeaderBytes) {
+    fail(label, "header_len", "header of " + std::to_string(pre.header_len) + " bytes is above the limit of " +
+                                  std::to_string(kMaxHeaderBytes) + " (numpy writes headers under 1 KiB)");
+  }
+  return pre;
+}
 
+// Checks the dtype and order, and the shape against the bytes the file has after the header
+// and against `limit`, before anything is allocated for the data.
+Layout check_layout(Header header, uint64_t data_offset, uint64_t file_size, const std::string& label,
+                    const std::vector<Dtype>& accepted, const ByteLimit& limit) {
+  Layout layout;
+  layout.header = std::move(header);
+  layout.data_offset = data_offset;
   const Header& h = layout.header;
   std::string expected;
   for (const Dtype& d : accepted) {
     if (h.descr == d.descr) layout.item_size = d.item_size;
     expected += (expected.empty() ? "'" : " or '") + std::string(d.descr) + "'";
   }
-  if (layout.item_size == 0) fail(label, "descr", "unsupported dtype '" + h.descr + "' (expected " + expected + ")");
+  if (layout.item_size == 0) {
+    fail(label, "descr", "unsupported dtype '" + printable(h.descr, 40) + "' (expected " + expected + ")");
+  }
   if (h.fortran_order) {
     fail(label, "fortran_order", "Fortran-order arrays are not supported (save a C-contiguous array)");
   }
 
-  // Compare the shape with the bytes actually present before anything is allocated.
-  const size_t available = bytes.size() - layout.data_offset;
+  const uint64_t available = file_size - data_offset;
   uint64_t needed = layout.item_size;  // bytes, unless `overflow`
   bool overflow = false;
   for (int64_t d : h.shape) {
@@ -216,8 +239,14 @@ Layout parse_layout(const std::vector<uint8_t>& bytes, const std::string& label,
   if (overflow) fail(label, "data", need + "more than 2^64" + have + " (truncated)");
   if (needed > available) fail(label, "data", need + std::to_string(needed) + have + " (truncated)");
   if (needed < available) fail(label, "data", need + std::to_string(needed) + have + " (trailing bytes)");
-  const size_t count = static_cast<size_t>(needed) / layout.item_size;
-  layout.count = count;
+  if (needed > limit.bytes) {
+    fail(label, "data", need + std::to_string(needed) + " bytes, above the limit of " +
+                            std::to_string(limit.bytes) + " bytes (" + limit.name + ")");
+  }
+  if (needed / layout.item_size > std::numeric_limits<size_t>::max() / sizeof(int32_t)) {
+    fail(label, "data", need + std::to_string(needed) + " bytes, more than this machine can address");
+  }
+  layout.count = static_cast<size_t>(needed / layout.item_size);
   return layout;
 }
 
@@ -227,16 +256,71 @@ uint64_t load_le(const uint8_t* p, size_t n) {
   return v;
 }
 
-std::vector<uint8_t> read_file(const std::string& path, const std::string& label) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    throw std::runtime_error(label + ": file not found (or not a regular file)");
+// Converts `n` raw elements, element `first` of the file onwards, into out[first..].
+void convert_int32(const uint8_t* data, size_t item_size, size_t first, size_t n, int32_t* out,
+                   const std::string& label) {
+  const bool wide = item_size == 8;
+  for (size_t k = 0; k < n; ++k) {
+    const uint64_t raw = load_le(data + k * item_size, item_size);
+    const int64_t value = wide ? static_cast<int64_t>(raw) : static_cast<int32_t>(static_cast<uint32_t>(raw));
+    if (value < std::numeric_limits<int32_t>::min() || value > std::numeric_limits<int32_t>::max()) {
+      fail(label, "data", "element " + std::to_string(first + k) + " value " + std::to_string(value) +
+                              " does not fit int32");
+    }
+    out[first + k] = static_cast<int32_t>(value);
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(label + ": cannot open file");
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw std::runtime_error(label + ": read error");
-  return bytes;
+}
+
+void convert_uint8(const uint8_t* data, bool is_bool, size_t first, size_t n, uint8_t* out,
+                   const std::string& label) {
+  for (size_t k = 0; k < n; ++k) {
+    if (is_bool && data[k] > 1) {
+      fail(label, "data", "element " + std::to_string(first + k) + " of a bool array is " +
+                              std::to_string(data[k]) + ", not 0 or 1");
+    }
+    out[first + k] = data[k];
+  }
+}
+
+// An in-memory file: preamble, header and layout (no limit: the bytes are already there).
+Layout parse_layout(const std::vector<uint8_t>& bytes, const std::string& label,
+                    const std::vector<Dtype>& accepted) {
+  const Preamble pre = parse_preamble(bytes.data(), bytes.size(), bytes.size(), label);
+  Header header =
+      parse_header(std::string(reinterpret_cast<const char*>(bytes.data()) + pre.prefix, pre.header_len), label);
+  return check_layout(std::move(header), pre.prefix + pre.header_len, bytes.size(), label, accepted,
+                      ByteLimit{std::numeric_limits<uint64_t>::max(), "none"});
+}
+
+// Reads the preamble and header of `file` and checks the layout; the body comes next.
+Layout read_layout(InputFile& file, const std::string& label, const std::vector<Dtype>& accepted,
+                   const ByteLimit& limit) {
+  uint8_t start[12] = {};
+  const auto n = static_cast<size_t>(std::min<uint64_t>(file.size(), sizeof start));
+  file.read(start, std::min<size_t>(n, 8));
+  if (n >= 8 && std::memcmp(start, kMagic, sizeof kMagic) == 0) {  // the length's width depends on the version
+    const size_t prefix = start[6] == 1 ? 10 : 12;
+    if (n >= prefix) file.read(start + 8, prefix - 8);
+  }
+  const Preamble pre = parse_preamble(start, static_cast<size_t>(file.position()), file.size(), label);
+  std::string text(static_cast<size_t>(pre.header_len), '\0');
+  file.read(text.data(), text.size());
+  return check_layout(parse_header(text, label), pre.prefix + pre.header_len, file.size(), label, accepted, limit);
+}
+
+// Reads the body in chunks, each converted by `convert(chunk, first_element, count)`: the
+// memory is the result and one chunk, never the whole file twice.
+template <class Convert>
+void read_body(InputFile& file, const Layout& layout, Convert convert) {
+  constexpr size_t kChunkBytes = size_t{1} << 20;  // a multiple of every item size
+  std::vector<uint8_t> chunk(std::min<size_t>(kChunkBytes, layout.count * layout.item_size));
+  size_t first = 0;
+  while (first < layout.count) {
+    const size_t n = std::min(layout.count - first, kChunkBytes / layout.item_size);
+    file.read(chunk.data(), n * layout.item_size);
+    convert(chunk.data(), first, n);
+    first += n;
+  }
 }
 
 std::vector<uint8_t> encode(const std::vector<int64_t>& shape, const std::string& descr,
@@ -272,47 +356,41 @@ Header parse_header(const std::string& text, const std::string& label) {
 }
 
 Array<int32_t> parse_int32(const std::vector<uint8_t>& bytes, const std::string& label) {
-  // '<i8' (numpy's default integer) is narrowed with a range check.
-  const Layout layout = parse_layout(bytes, label, {{"<i4", 4}, {"<i8", 8}});
-  const size_t item_size = layout.item_size;
-  const bool wide = item_size == 8;
-  Array<int32_t> array{layout.header.shape, std::vector<int32_t>(layout.count)};
-  const uint8_t* data = bytes.data() + layout.data_offset;
-  for (size_t i = 0; i < layout.count; ++i) {
-    const uint64_t raw = load_le(data + i * item_size, item_size);
-    const int64_t value = wide ? static_cast<int64_t>(raw) : static_cast<int32_t>(static_cast<uint32_t>(raw));
-    if (value < std::numeric_limits<int32_t>::min() || value > std::numeric_limits<int32_t>::max()) {
-      fail(label, "data", "element " + std::to_string(i) + " value " + std::to_string(value) +
-                              " does not fit int32");
-    }
-    array.values[i] = static_cast<int32_t>(value);
-  }
+  const Layout layout = parse_layout(bytes, label, kInt32Dtypes);
+  Array<int32_t> array{layout.header.shape, std::vector<int32_t>(layout.count), layout.count * layout.item_size};
+  convert_int32(bytes.data() + layout.data_offset, layout.item_size, 0, layout.count, array.values.data(), label);
   return array;
 }
 
 Array<uint8_t> parse_uint8(const std::vector<uint8_t>& bytes, const std::string& label) {
-  const Layout layout = parse_layout(bytes, label, {{"|u1", 1}, {"|b1", 1}});
-  const uint8_t* data = bytes.data() + layout.data_offset;
-  Array<uint8_t> array{layout.header.shape, std::vector<uint8_t>(data, data + layout.count)};
-  if (layout.header.descr == "|b1") {
-    for (size_t i = 0; i < layout.count; ++i) {
-      if (array.values[i] > 1) {
-        fail(label, "data", "element " + std::to_string(i) + " of a bool array is " +
-                                std::to_string(array.values[i]) + ", not 0 or 1");
-      }
-    }
-  }
+  const Layout layout = parse_layout(bytes, label, kUint8Dtypes);
+  Array<uint8_t> array{layout.header.shape, std::vector<uint8_t>(layout.count), layout.count};
+  convert_uint8(bytes.data() + layout.data_offset, layout.header.descr == "|b1", 0, layout.count,
+                array.values.data(), label);
   return array;
 }
 
-Array<int32_t> read_int32(const std::string& path, const std::string& label) {
+Array<int32_t> read_int32(const std::string& path, const std::string& label, const ByteLimit& limit) {
   const std::string& l = label.empty() ? path : label;
-  return parse_int32(read_file(path, l), l);
+  InputFile file(path, l);
+  const Layout layout = read_layout(file, l, kInt32Dtypes, limit);
+  Array<int32_t> array{layout.header.shape, std::vector<int32_t>(layout.count), layout.count * layout.item_size};
+  read_body(file, layout, [&](const uint8_t* data, size_t first, size_t n) {
+    convert_int32(data, layout.item_size, first, n, array.values.data(), l);
+  });
+  return array;
 }
 
-Array<uint8_t> read_uint8(const std::string& path, const std::string& label) {
+Array<uint8_t> read_uint8(const std::string& path, const std::string& label, const ByteLimit& limit) {
   const std::string& l = label.empty() ? path : label;
-  return parse_uint8(read_file(path, l), l);
+  InputFile file(path, l);
+  const Layout layout = read_layout(file, l, kUint8Dtypes, limit);
+  Array<uint8_t> array{layout.header.shape, std::vector<uint8_t>(layout.count), layout.count};
+  const bool is_bool = layout.header.descr == "|b1";
+  read_body(file, layout, [&](const uint8_t* data, size_t first, size_t n) {
+    convert_uint8(data, is_bool, first, n, array.values.data(), l);
+  });
+  return array;
 }
 
 std::vector<uint8_t> encode_int32(const std::vector<int64_t>& shape, const int32_t* values) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <exception>
 #include <iomanip>
@@ -12,6 +13,8 @@
 #include <ostream>
 #include <sstream>
 #include <thread>
+
+#include "harness/errors.h"
 
 namespace dsv4::harness {
 namespace {
@@ -27,9 +30,34 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+void require_range(const char* option, int64_t value, int64_t min, int64_t max) {
+  if (value < min || value > max) {
+    throw InputError(std::string(option) + " " + std::to_string(value) + ": outside the allowed range " +
+                     std::to_string(min) + ".." + std::to_string(max));
+  }
+}
+
 }  // namespace
 
+void validate_verify_options(const VerifyOptions& o) {
+  require_range("--steps", o.steps, 0, kMaxVerifySteps);
+  if (o.only_step != -1) require_range("--step", o.only_step, 0, kMaxStepIndex);
+  require_range("--max-tokens", o.limits.max_tokens, 1, kMaxTokensPerStep);
+  require_range("--max-size", o.max_size, 0, kMaxRapidCheckSize);
+  require_range("--corrupted-every", o.corrupted_every, 0, kMaxCorruptedEvery);
+  if (o.jobs != 0) require_range("--jobs", o.jobs, 1, kMaxJobs);
+  if (o.schedules.empty()) throw InputError("--schedule: no schedule chosen");
+  if (o.resources.max_step_output_bytes < kMinStepOutputBytes ||
+      o.resources.max_step_output_bytes > kMaxStepOutputBytes) {
+    throw InputError("--max-step-bytes " + std::to_string(o.resources.max_step_output_bytes) +
+                     ": outside the allowed range " + std::to_string(kMinStepOutputBytes) + ".." +
+                     std::to_string(kMaxStepOutputBytes));
+  }
+}
+
 StepPlan plan_step(const VerifyOptions& o, int64_t step) {
+  validate_verify_options(o);  // a few compares; max_size + 1 and the moduli below need them
+  require_range("step", step, 0, kMaxStepIndex);
   StepPlan plan;
   plan.schedule = o.schedules[static_cast<size_t>(step % static_cast<int64_t>(o.schedules.size()))];
   plan.size = static_cast<int>(step % (o.max_size + 1));
@@ -51,17 +79,22 @@ std::string replay_command(const VerifyOptions& o, int64_t step) {
      << o.backend_arg << " --max-tokens " << o.limits.max_tokens;
   if (o.max_size != defaults.max_size) os << " --max-size " << o.max_size;
   if (o.corrupted_every != defaults.corrupted_every) os << " --corrupted-every " << o.corrupted_every;
+  if (o.resources.max_step_output_bytes != defaults.resources.max_step_output_bytes) {
+    os << " --max-step-bytes " << o.resources.max_step_output_bytes;
+  }
   os << " --step " << step;
   return os.str();
 }
 
 VerifyResult run_verify(const VerifyOptions& o, std::ostream& progress) {
+  validate_verify_options(o);
   const auto start = std::chrono::steady_clock::now();
+  // In range: only_step <= 10^18 and steps <= 10^12, so neither bound overflows.
   const int64_t first = o.only_step >= 0 ? o.only_step : 0;
   const int64_t last = o.only_step >= 0 ? o.only_step + 1 : o.steps;
-  const int64_t total = std::max<int64_t>(last - first, 0);
-  int jobs = o.jobs > 0 ? o.jobs : static_cast<int>(std::thread::hardware_concurrency());
-  jobs = static_cast<int>(std::clamp<int64_t>(jobs, 1, std::max<int64_t>(total, 1)));
+  const int64_t total = last - first;
+  const int64_t cores = std::max<int64_t>(std::thread::hardware_concurrency(), 1);
+  const int jobs = static_cast<int>(std::clamp<int64_t>(o.jobs > 0 ? o.jobs : cores, 1, std::max<int64_t>(total, 1)));
 
   std::atomic<int64_t> next{first}, done{0}, mismatches{0}, corrupted{0};
   std::mutex generation_mutex;  // RapidCheck's generation context is process-global
@@ -71,10 +104,23 @@ VerifyResult run_verify(const VerifyOptions& o, std::ostream& progress) {
   std::exception_ptr fatal;
   std::atomic<bool> failed{false};
 
-  auto worker = [&] {
+  // Workers wait until every thread was started (or one could not be), then those with an
+  // index at or above `active` leave without allocating anything: when a thread cannot start,
+  // memory is short, so half of those that did start, at most one per core, do the run.
+  std::atomic<int> active{jobs};
+  std::mutex start_mutex;
+  std::condition_variable start_signal;
+  bool started = false;
+  auto worker = [&](int index) {
+    {
+      std::unique_lock<std::mutex> lock(start_mutex);
+      start_signal.wait(lock, [&] { return started; });
+    }
+    if (index >= active.load()) return;
     try {
       DifferentialOptions options;
       options.backends = o.backends;
+      options.make_builder = o.make_builder;
       DifferentialChecker checker(options);
       DifferentialSummary local;
       for (int64_t i = next++; i < last; i = next++) {
@@ -84,6 +130,8 @@ VerifyResult run_verify(const VerifyOptions& o, std::ostream& progress) {
           std::lock_guard<std::mutex> lock(generation_mutex);
           c = draw_planned_step(o, plan);
         }
+        check_step_resources(c.step, c.schedule, c.c4a_per_layer, o.resources,
+                             "verify step " + std::to_string(i) + " (" + replay_command(o, i) + ")");
         const DifferentialSummary s =
             checker.check(c, plan.corrupted ? ContentErrorPolicy::kMustMatch : ContentErrorPolicy::kMustBeZero,
                           replay_command(o, i));
@@ -106,8 +154,30 @@ VerifyResult run_verify(const VerifyOptions& o, std::ostream& progress) {
       next = last;  // stop the others
     }
   };
+  // A thread that cannot start (no memory for its stack, a process limit) leaves the run to
+  // half of the ones that did; with none, the calling thread does the work after the
+  // progress loop.
   std::vector<std::thread> threads;
-  for (int j = 0; j < jobs; ++j) threads.emplace_back(worker);
+  threads.reserve(static_cast<size_t>(jobs));
+  for (int j = 0; j < jobs; ++j) {
+    try {
+      threads.emplace_back(worker, j);
+    } catch (const std::exception& e) {  // std::system_error; std::bad_alloc for its state
+      active = static_cast<int>(std::clamp<int64_t>(j / 2, 1, cores));
+      progress << "verify: could start only " << j << " of " << jobs << " worker threads (" << e.what()
+               << "); memory is short, running with " << active.load() << "\n"
+               << std::flush;
+      break;
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(start_mutex);
+    started = true;
+  }
+  start_signal.notify_all();
+  // The surplus threads leave at once; joined now, their stacks are released for the others.
+  for (size_t t = static_cast<size_t>(active.load()); t < threads.size(); ++t) threads[t].join();
+  if (threads.size() > static_cast<size_t>(active.load())) threads.resize(static_cast<size_t>(active.load()));
 
   // Progress: a live line on a terminal, a line per tenth otherwise.
   const bool tty = isatty(STDERR_FILENO) != 0;
@@ -126,12 +196,13 @@ VerifyResult run_verify(const VerifyOptions& o, std::ostream& progress) {
       progress << line.str() << "\n" << std::flush;
     }
   };
-  if (o.progress) {
+  if (o.progress && !threads.empty()) {
     while (done.load() < total && !failed.load()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       if (done.load() < total) show(false);
     }
   }
+  if (threads.empty()) worker(0);
   for (std::thread& t : threads) t.join();
   if (fatal) std::rethrow_exception(fatal);
   if (o.progress && total > 0 && (tty || last_tenth < 10)) show(true);
@@ -146,7 +217,7 @@ VerifyResult run_verify(const VerifyOptions& o, std::ostream& progress) {
   return result;
 }
 
-void print_summary_table(std::ostream& os, const DifferentialSummary& s, double seconds) {
+void print_summary_table(std::ostream& os, const DifferentialSummary& s, double seconds, const std::string& result) {
   auto row = [&os](const std::string& backend, const std::string& steps, const std::string& layers,
                    const std::string& uncached, const std::string& cached,
                    const std::string& mismatches, const std::string& errors) {
@@ -170,7 +241,7 @@ void print_summary_table(std::ostream& os, const DifferentialSummary& s, double 
     row(b.backend, n(b.steps), n(b.layers), n(b.calls_uncached), cached, n(b.mismatches),
         n(b.content_errors));
   }
-  os << "  result: " << (s.ok() ? "PASS" : "FAIL") << ", " << s.mismatches() << " mismatch(es) in "
+  os << "  result: " << (!result.empty() ? result : s.ok() ? "PASS" : "FAIL") << ", " << s.mismatches() << " mismatch(es) in "
      << s.steps << " steps, " << std::fixed << std::setprecision(1) << seconds << " s\n";
 }
 

@@ -9,8 +9,18 @@
 
 #include "harness/differential.h"
 #include "harness/generators.h"
+#include "harness/resource_limits.h"
 
 namespace dsv4::harness {
+
+// The documented range of every option (`dsv4 verify --help` prints them; the command line
+// and run_verify both enforce them).
+constexpr int64_t kMaxVerifySteps = 1000000000000;           // --steps 0..10^12
+constexpr int64_t kMaxStepIndex = 1000000000000000000;       // --step 0..10^18
+constexpr int32_t kMaxTokensPerStep = 8192;                  // --max-tokens 1..8192
+constexpr int kMaxRapidCheckSize = 100;                      // --max-size 0..100
+constexpr int kMaxJobs = 1024;                               // --jobs 1..1024
+constexpr int kMaxCorruptedEvery = 2147483647;               // --corrupted-every 0..2^31-1
 
 struct VerifyOptions {
   int64_t steps = 500;
@@ -26,7 +36,12 @@ struct VerifyOptions {
   int64_t only_step = -1;              // >= 0: run just this step (to replay a failure)
   int jobs = 0;                        // worker threads; 0: hardware concurrency
   bool progress = true;
+  ResourceLimits resources;            // every generated step is checked against them
+  BuilderFactory make_builder;         // null: the real builders (tests inject faulty ones)
 };
+
+// Throws InputError naming the option and its allowed range when an option is outside it.
+void validate_verify_options(const VerifyOptions& options);
 
 // What step i of a run is: its schedule choice, RapidCheck size, seed and validity.
 struct StepPlan {
@@ -46,10 +61,15 @@ struct VerifyResult {
   int64_t corrupted_steps = 0;
   double seconds = 0;
 };
+// Validates the options first. A worker thread that cannot be started is reported on
+// `progress` and the run continues on half of those that did start, at most one per core
+// (on the calling thread if none started).
+// A generated step past options.resources throws InputError naming the step.
 VerifyResult run_verify(const VerifyOptions& options, std::ostream& progress);
 
 // The summary table: per backend (and the reference) steps, layers, builder calls uncached
-// vs cached, mismatches, content errors; then PASS/FAIL.
-void print_summary_table(std::ostream& os, const DifferentialSummary& summary, double seconds);
+// vs cached, mismatches, content errors; then the result: PASS/FAIL, or `result` if given.
+void print_summary_table(std::ostream& os, const DifferentialSummary& summary, double seconds,
+                         const std::string& result = "");
 
 }  // namespace dsv4::harness

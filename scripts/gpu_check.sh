@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # On a CUDA machine: build with CUDA, run the GPU tests, compute-sanitizer memcheck and
 # racecheck + synccheck over them, and `dsv4 verify` on both backends. Logs go to OUTDIR.
-# DEPS (optional): a folder with usr/ holding RapidCheck and nlohmann_json, for machines
-# that can't apt-get them.
+# DEPS (optional): a folder with usr/ holding RapidCheck, nlohmann_json and CLI11 (unpacked
+# Debian packages librapidcheck-dev, nlohmann-json3-dev, libcli11-dev), for machines that
+# can't apt-get them.
 set -uo pipefail
 out=${1:?usage: gpu_check.sh OUTDIR [VERIFY_STEPS]}
 steps=${2:-10000}
@@ -11,7 +12,7 @@ mkdir -p "$out"
 extra=()
 if [ -n "${DEPS:-}" ]; then
   extra=(-DCMAKE_PREFIX_PATH="$DEPS/usr" -Drapidcheck_DIR="$DEPS/usr/lib/x86_64-linux-gnu/cmake/rapidcheck"
-         -Dnlohmann_json_DIR="$DEPS/usr/share/cmake/nlohmann_json")
+         -Dnlohmann_json_DIR="$DEPS/usr/share/cmake/nlohmann_json" -DCLI11_DIR="$DEPS/usr/share/cmake/CLI11")
 fi
 status=0
 step() { echo "== $1: $2" | tee -a "$out/summary.txt"; }

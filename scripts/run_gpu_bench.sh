@@ -7,8 +7,9 @@
 # summarises everything into OUTDIR (9 files: nvidia-smi.txt kernel_bench.json
 # step_bench.json ttft.json ttft.md ttft.png peer_kernel.json peer_step.json summary.md).
 # Environment:
-#   DEPS       a folder holding usr/include and usr/lib/x86_64-linux-gnu/cmake (headers/configs
-#              carried to the device: RapidCheck, nlohmann_json, ...); optional
+#   DEPS       a folder holding usr/include and usr/lib/x86_64-linux-gnu/cmake or usr/share/cmake
+#              (headers/configs carried to the device: RapidCheck, nlohmann_json, CLI11 -> CLI11_DIR
+#              = DEPS/usr/share/cmake/CLI11, ...); optional
 #   BUILD_DIR  build folder (default build-gpu-bench)
 #   TTFT_ARGS  extra ttft_report options (e.g. "--background-decodes 0,64")
 #   BENCH_TTFT on (default) or off: off skips ttft_report (a device call too short for all)
@@ -95,7 +96,7 @@ cmake_args=(-S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DDSV4_CUDA=ON
 command -v ninja >/dev/null && cmake_args+=(-G Ninja)
 if [ -n "$deps" ]; then
   cmake_args+=("-DCMAKE_PREFIX_PATH=$deps/usr")
-  for pkg in nlohmann_json rapidcheck benchmark GTest Eigen3; do
+  for pkg in nlohmann_json rapidcheck benchmark GTest Eigen3 CLI11; do
     for d in "$deps/usr/lib/x86_64-linux-gnu/cmake/$pkg" "$deps/usr/share/cmake/$pkg" \
              "$deps/usr/share/$pkg/cmake" "$deps/usr/share/$(echo "$pkg" | tr "[:upper:]" "[:lower:]")/cmake"; do
       if ls "$d"/*onfig.cmake >/dev/null 2>&1; then

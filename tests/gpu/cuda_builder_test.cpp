@@ -164,14 +164,12 @@ TEST(CudaBuilderStreams, DefaultStreamAndGrowingWorkspace) {
   for (int i = 0; i < 5; ++i) EXPECT_TRUE(testing::build_matches_reference(*builder, testing::random_builder_inputs(rng, wide)));
 }
 
+// Without a device the CUDA backend refuses loudly, whether or not this build has CUDA (a
+// CUDA build on a machine without a GPU, like CI's, used to skip this test).
 TEST(CudaBuilderAbsent, NoDeviceMeansNoBuilder) {
   if (cuda_device_present()) GTEST_SKIP() << "a CUDA device is present";
-#if defined(DSV4_WITH_CUDA)
-  GTEST_SKIP() << "built with CUDA but no device visible";
-#else
   EXPECT_THROW(make_cuda_builder(), std::runtime_error);
   EXPECT_THROW(BackendBuffer(Backend::kCuda, 16), std::runtime_error);
-#endif
 }
 
 }  // namespace

@@ -55,7 +55,7 @@ ref::IndexMatrix mat(int32_t rows, int32_t cols, int32_t first) {
 }
 
 // Two decode requests (one speculative with a padding token) and a 5-token prefill chunk,
-// on a 4-layer schedule with C4A layers 1 and 3.
+// on a 4-layer schedule with C4A layers 1 and 3; structurally valid (loading checks that).
 Capture mixed_capture() {
   Capture c;
   c.schedule.name = "tiny";
@@ -69,7 +69,7 @@ Capture mixed_capture() {
   s.token_to_req = vec({0, 1, 1, 2, 2, 2, 2, 2});
   s.num_decode_tokens = 3;
   s.decode_valid = {1, 1, 0};
-  s.swa.block_table = mat(3, 4, 10);
+  s.swa.block_table = mat(3, 5, 10);  // 80 tokens a row: seq_lens 77 fits (SPEC §4)
   s.swa.block_size = 16;
   s.c4a.block_table = mat(3, 2, 100);
   s.c4a.block_size = 64;

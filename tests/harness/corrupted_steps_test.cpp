@@ -44,5 +44,19 @@ TEST(CorruptedSteps, AreFailuresUnderTheValidStepPolicy) {
   EXPECT_NE(s.report().find("content errors"), std::string::npos) << s.report();
 }
 
+// The report says how many errors the reference counted; it used to print "content errors:
+// reference 0, optimized 0 on a valid step: N", two zeros that were never compared.
+TEST(CorruptedSteps, OnAValidStepTheReportCountsTheErrorsNotZeroAgainstZero) {
+  const StepCase c = draw_step_case(gen_corrupted_step_case(ScheduleChoice::kFlash, small_steps()), 3, 50);
+  const DifferentialSummary s = differential_check(c, testing::host_only());
+  ASSERT_FALSE(s.ok());
+  const std::string report = s.report();
+  EXPECT_NE(report.find("[reference] layer " + std::to_string(s.reference_first_error_layer)), std::string::npos)
+      << report;
+  EXPECT_NE(report.find("content errors on a valid step"), std::string::npos) << report;
+  EXPECT_NE(report.find(std::to_string(s.reference_content_errors) + " in all layers"), std::string::npos) << report;
+  EXPECT_EQ(report.find("reference 0, optimized 0"), std::string::npos) << report;
+}
+
 }  // namespace
 }  // namespace dsv4::harness

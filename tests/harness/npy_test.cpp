@@ -2,10 +2,16 @@
 // error naming the label and the field.
 #include "harness/npy.h"
 
+#include "harness/input_file.h"
+
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <functional>
 #include <limits>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -174,6 +180,107 @@ TEST(NpyTest, RejectsDataSizeMismatch) {
   expect_int32_error(
       make_file(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (0, 4294967296), }\n", {}),
       "shape");
+}
+
+// A scratch file, removed at scope exit.
+class ScratchFile {
+ public:
+  explicit ScratchFile(const std::vector<uint8_t>& bytes) {
+    std::random_device rd;
+    path_ = (std::filesystem::temp_directory_path() / ("dsv4_npy_test_" + std::to_string(rd()) + ".npy")).string();
+    write_file(path_, bytes);
+  }
+  ~ScratchFile() {
+    std::error_code ec;
+    std::filesystem::remove(path_, ec);
+  }
+  ScratchFile(const ScratchFile&) = delete;
+  ScratchFile& operator=(const ScratchFile&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// The header is checked before the body is read: a file declaring more data than the limit
+// is rejected without reading (or allocating) it.
+TEST(NpyTest, ReadChecksTheHeaderAgainstTheLimitBeforeTheBody) {
+  ScratchFile f(make_file(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (20, 6710886), }\n", {}));
+  std::filesystem::resize_file(f.path(), std::filesystem::file_size(f.path()) + uint64_t{20} * 6710886 * 4);  // sparse
+  const auto start = std::chrono::steady_clock::now();
+  const std::string msg = error_of([&] { read_int32(f.path(), "big.npy", ByteLimit{1 << 20, "a test limit"}); });
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 1.0);
+  EXPECT_NE(msg.find("big.npy: field 'data'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("needs 536870880 bytes, above the limit of 1048576 bytes (a test limit)"), std::string::npos) << msg;
+}
+
+// A file longer than its header declares (here 512 MiB of sparse trailing bytes) is rejected
+// from its size, not read: the reader reads at most the declared data.
+TEST(NpyTest, TrailingBytesAreRejectedFromTheFileSizeWithoutReadingThem) {
+  ScratchFile f(encode_int32({2}, std::vector<int32_t>{4, 5}.data()));
+  std::filesystem::resize_file(f.path(), uint64_t{512} << 20);
+  const auto start = std::chrono::steady_clock::now();
+  const std::string msg = error_of([&] { read_int32(f.path(), "sparse.npy"); });
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 1.0);
+  EXPECT_NE(msg.find("sparse.npy: field 'data'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("(trailing bytes)"), std::string::npos) << msg;
+}
+
+TEST(NpyTest, OverlongHeaderIsRejectedBeforeItIsRead) {
+  std::vector<uint8_t> bytes = make_file(2, std::string(100000, ' '), {});
+  const std::string msg = error_of([&] { parse_int32(bytes, "x.npy"); });
+  EXPECT_NE(msg.find("field 'header_len': header of 100000 bytes is above the limit of 65536"), std::string::npos) << msg;
+}
+
+// Reading a file and parsing its bytes in memory agree, error for error.
+TEST(NpyTest, FileReaderAndMemoryParserAgree) {
+  const std::string header = "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 2), }\n";
+  const std::vector<std::vector<uint8_t>> files = {
+      make_file(1, header, le32({1, 2, 3, 4})), make_file(1, header, le32({1, 2, 3})),
+      make_file(1, header, le32({1, 2, 3, 4, 5})), make_file(3, header, le32({1, 2, 3, 4})),
+      make_file(1, "{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }", le64({7, int64_t{1} << 40})),
+      {0x93, 'N', 'U', 'M', 'P', 'Y', 1}, {}, {0x93, 'N', 'U', 'M', 'P', 'Y', 2, 0, 200, 0, 0}};
+  for (size_t i = 0; i < files.size(); ++i) {
+    ScratchFile f(files[i]);
+    std::string from_memory, from_file;
+    std::vector<int32_t> a, b;
+    from_memory = error_of([&] { a = parse_int32(files[i], "f.npy").values; });
+    from_file = error_of([&] { b = read_int32(f.path(), "f.npy").values; });
+    if (files[i].empty()) {  // an empty file says so
+      EXPECT_NE(from_file.find("the file is empty"), std::string::npos) << from_file;
+      continue;
+    }
+    EXPECT_EQ(from_memory, from_file) << "case " << i;
+    EXPECT_EQ(a, b) << "case " << i;
+  }
+}
+
+// Errors reading a file name it (they used to be "basic_filebuf::underflow error reading the
+// file", naming nothing).
+TEST(NpyTest, ReadErrorsNameTheFile) {
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  EXPECT_NE(error_of([&] { read_int32(dir, "dir.npy"); }).find("dir.npy: not a regular file (a directory)"),
+            std::string::npos);
+  if (std::filesystem::exists("/proc/self/mem")) {  // reports size 0, fails reads
+    EXPECT_NE(error_of([&] { read_int32("/proc/self/mem", "mem.npy"); }).find("mem.npy: field 'magic'"),
+              std::string::npos);
+  }
+  // A file that shrinks between its header and its body.
+  ScratchFile f(encode_int32({4}, std::vector<int32_t>{1, 2, 3, 4}.data()));
+  InputFile file(f.path(), "shrinking.npy");
+  std::filesystem::resize_file(f.path(), 10);
+  std::vector<uint8_t> buffer(static_cast<size_t>(file.size()));
+  const std::string msg = error_of([&] { file.read(buffer.data(), buffer.size()); });
+  EXPECT_NE(msg.find("shrinking.npy: the file ended at byte 10"), std::string::npos) << msg;
 }
 
 TEST(NpyTest, MissingFileNamesThePath) {

@@ -2,9 +2,12 @@
 // replayable alone, corrupted steps where planned; and `dsv4 replay` on the shipped captures.
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <limits>
 #include <sstream>
 
 #include "harness/capture.h"
+#include "harness/errors.h"
 #include "harness/verify_run.h"
 #include "property_util.h"
 
@@ -69,6 +72,59 @@ TEST(VerifyRun, SummaryTableShowsEveryColumn) {
   for (const char* column : {"backend", "steps", "layers", "calls uncached", "calls cached",
                              "mismatches", "content errors", "reference", "host", "result: PASS"})
     EXPECT_NE(table.str().find(column), std::string::npos) << column << "\n" << table.str();
+}
+
+// Options outside their documented range are rejected before any work (they used to crash:
+// --max-size 4294967295 became -1 and then a modulus of 0; --step INT64_MAX overflowed).
+TEST(VerifyRun, OptionsOutsideTheirRangeAreRejectedNamingTheOption) {
+  const struct {
+    const char* option;
+    std::function<void(VerifyOptions&)> set;
+  } cases[] = {
+      {"--max-size", [](VerifyOptions& o) { o.max_size = -1; }},
+      {"--max-size", [](VerifyOptions& o) { o.max_size = 101; }},
+      {"--step", [](VerifyOptions& o) { o.only_step = std::numeric_limits<int64_t>::max(); }},
+      {"--steps", [](VerifyOptions& o) { o.steps = -1; }},
+      {"--max-tokens", [](VerifyOptions& o) { o.limits.max_tokens = std::numeric_limits<int32_t>::min(); }},
+      {"--max-tokens", [](VerifyOptions& o) { o.limits.max_tokens = 8193; }},
+      {"--jobs", [](VerifyOptions& o) { o.jobs = -3; }},
+      {"--corrupted-every", [](VerifyOptions& o) { o.corrupted_every = -1; }},
+      {"--max-step-bytes", [](VerifyOptions& o) { o.resources.max_step_output_bytes = 5; }},
+  };
+  for (const auto& c : cases) {
+    VerifyOptions o = small_run(1);
+    c.set(o);
+    std::ostringstream progress;
+    try {
+      run_verify(o, progress);
+      ADD_FAILURE() << c.option << ": no error";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(c.option), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("allowed range"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(plan_step(o, 0), InputError) << c.option;
+  }
+  EXPECT_THROW(plan_step(small_run(1), -1), InputError);
+}
+
+// A generated step whose outputs pass --max-step-bytes stops the run, naming the step, its
+// replay line and the limit, before the step is built.
+TEST(VerifyRun, AStepPastTheOutputLimitStopsTheRunNamingTheLimit) {
+  VerifyOptions o = small_run(2);
+  o.steps = 200;  // sizes up to 100: steps of hundreds of tokens
+  o.schedules = {ScheduleChoice::kPro};
+  o.limits.max_tokens = 512;
+  o.resources.max_step_output_bytes = kMinStepOutputBytes;
+  std::ostringstream progress;
+  try {
+    run_verify(o, progress);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("verify step "), std::string::npos) << msg;
+    EXPECT_NE(msg.find("--max-step-bytes 1048576"), std::string::npos) << msg;  // in the replay line
+    EXPECT_NE(msg.find("above the limit of 1048576 bytes (1.0 MiB) (--max-step-bytes)"), std::string::npos) << msg;
+  }
 }
 
 // `dsv4 replay DIR`: the shipped captures agree on every path, with SPEC §1's call counts.

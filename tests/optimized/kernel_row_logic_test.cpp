@@ -3,6 +3,7 @@
 // over the group), on the vector and the scalar paths, against the reference.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -54,7 +55,9 @@ TEST(FastDivider, ExhaustiveForSmallBlockSizes) {
 TEST(BlockTableView, SlotMatchesWideArithmeticAtTheInt32Edge) {
   for (int32_t B : {1, 2, 3, 64, 100, 256}) {
     const int64_t max_safe = (int64_t{INT32_MAX} - (B - 1)) / B;
-    std::vector<int32_t> ids = {0, 1, -1, INT32_MIN, INT32_MAX, INT32_MAX / B, INT32_MAX / B + 1};
+    // INT32_MAX / B + 1 in 64 bits: with B = 1 it is not an int32 (it was signed overflow).
+    const auto past_max_block = static_cast<int32_t>(std::min<int64_t>(int64_t{INT32_MAX} / B + 1, INT32_MAX));
+    std::vector<int32_t> ids = {0, 1, -1, INT32_MIN, INT32_MAX, INT32_MAX / B, past_max_block};
     for (int64_t d = -2; d <= 3; ++d) ids.push_back(static_cast<int32_t>(max_safe + d));
     const BlockTableView view = BlockTableView::make(ids.data(), 1, static_cast<int32_t>(ids.size()), B);
     for (int32_t block = 0; block <= static_cast<int32_t>(ids.size()); ++block) {
