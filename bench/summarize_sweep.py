@@ -4,25 +4,26 @@ us (fastest first) beside the policy's choice (cuda/kernel/...) and the launch f
 
 usage: summarize_sweep.py KERNEL_BENCH_JSON
 """
-import json
+import os
 import re
 import sys
 from collections import defaultdict
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from summarize import collapse, load  # noqa: E402  (one reader of kernel_bench JSON)
+
 
 def main():
-    data = json.load(open(sys.argv[1]))
+    doc = load(sys.argv[1])
+    if doc is None:
+        return 1
     rows = defaultdict(dict)   # case -> shape -> device us
-    policy = {}
-    floors = {}
-    for b in data["benchmarks"]:
-        if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
+    policy, floors = {}, {}
+    for name, entry in collapse(doc).items():
+        if "error" in entry:
+            print("ERROR", name, entry["error"])
             continue
-        if b.get("error_occurred"):
-            print("ERROR", b["name"], b.get("error_message", ""))
-            continue
-        name = b["name"].split("/iterations")[0]
-        us = b.get("device_us")
+        us = entry.get("device_us")
         if us is None:
             continue
         m = re.match(r"cuda/shape/(\d+x\d+)/(.+)", name)
@@ -40,7 +41,8 @@ def main():
         pol = policy.get(case)
         pol_s = f"{pol:7.2f}" if pol is not None else "      -"
         print(f"{case:32s} policy {pol_s}  best {best}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
