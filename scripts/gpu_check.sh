@@ -11,8 +11,10 @@ cd "$(dirname "$0")/.."
 mkdir -p "$out"
 extra=()
 if [ -n "${DEPS:-}" ]; then
-  extra=(-DCMAKE_PREFIX_PATH="$DEPS/usr" -Drapidcheck_DIR="$DEPS/usr/lib/x86_64-linux-gnu/cmake/rapidcheck"
-         -Dnlohmann_json_DIR="$DEPS/usr/share/cmake/nlohmann_json" -DCLI11_DIR="$DEPS/usr/share/cmake/CLI11")
+  # shellcheck source=scripts/deps_args.sh
+  . scripts/deps_args.sh
+  deps_cmake_args "$(cd "$DEPS" && pwd)"
+  extra=("${deps_args[@]}")
 fi
 status=0
 step() { echo "== $1: $2" | tee -a "$out/summary.txt"; }

@@ -11,9 +11,10 @@ out=$(cd "$out" && pwd)
 cd "$(dirname "$0")/.."
 extra=()
 if [ -n "${DEPS:-}" ]; then
-  deps=$(cd "$DEPS" && pwd)
-  extra=(-DCMAKE_PREFIX_PATH="$deps/usr" -Drapidcheck_DIR="$deps/usr/lib/x86_64-linux-gnu/cmake/rapidcheck"
-         -Dnlohmann_json_DIR="$deps/usr/share/cmake/nlohmann_json")
+  # shellcheck source=scripts/deps_args.sh
+  . scripts/deps_args.sh
+  deps_cmake_args "$(cd "$DEPS" && pwd)"
+  extra=("${deps_args[@]}")
 fi
 { nvidia-smi; nvcc --version; } > "$out/env.txt" 2>&1
 { cmake -S . -B build-sweep -G Ninja -DCMAKE_BUILD_TYPE=Release -DDSV4_CUDA=ON \

@@ -95,17 +95,10 @@ cmake_args=(-S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DDSV4_CUDA=ON
             -DCMAKE_CUDA_ARCHITECTURES=90)
 command -v ninja >/dev/null && cmake_args+=(-G Ninja)
 if [ -n "$deps" ]; then
-  cmake_args+=("-DCMAKE_PREFIX_PATH=$deps/usr")
-  for pkg in nlohmann_json rapidcheck benchmark GTest Eigen3 CLI11; do
-    for d in "$deps/usr/lib/x86_64-linux-gnu/cmake/$pkg" "$deps/usr/share/cmake/$pkg" \
-             "$deps/usr/share/$pkg/cmake" "$deps/usr/share/$(echo "$pkg" | tr "[:upper:]" "[:lower:]")/cmake"; do
-      if ls "$d"/*onfig.cmake >/dev/null 2>&1; then
-        cmake_args+=("-D${pkg}_DIR=$d")
-        break
-      fi
-    done
-  done
-  export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # shellcheck source=scripts/deps_args.sh
+  . scripts/deps_args.sh
+  deps_cmake_args "$deps"
+  cmake_args+=("${deps_args[@]}")
 fi
 mkdir -p "$build_dir"
 build_log="$build_dir/run_gpu_bench_build.log"
