@@ -193,9 +193,9 @@ void launch_empty_kernel(void* stream);
 // The same with a by-value argument as large (and aligned) as the builder's, so the
 // difference shows the cost of copying the parameters.
 struct LaunchFloorArgs {
-  alignas(opt::MixedSparseIndicesArgs) char bytes[sizeof(opt::MixedSparseIndicesArgs)];
+  alignas(kernels::MixedSparseIndicesArgs) char bytes[sizeof(kernels::MixedSparseIndicesArgs)];
 };
-static_assert(sizeof(LaunchFloorArgs) == sizeof(opt::MixedSparseIndicesArgs),
+static_assert(sizeof(LaunchFloorArgs) == sizeof(kernels::MixedSparseIndicesArgs),
               "the floor's argument must be as large as the builder's");
 void launch_empty_kernel_args(void* stream, const LaunchFloorArgs& args);
 

@@ -58,7 +58,7 @@ struct KernelConfig {
   std::string model;
   ref::LayerKind kind;
   std::string case_name;
-  opt::LaunchShape shape{};  // forced launch shape (CUDA); group_threads 0 = the policy's
+  kernels::LaunchShape shape{};  // forced launch shape (CUDA); group_threads 0 = the policy's
   // The staged inputs: the same for every launch shape.
   std::string staging_key() const {
     return std::string(timing_prefix(backend)) + "/" + model + "/" + ref::layer_kind_name(kind) +
@@ -110,7 +110,7 @@ void* cuda_stream(opt::Backend backend) {
   return backend == opt::Backend::kCuda ? run().stream->get() : nullptr;
 }
 
-opt::MixedSparseIndicesBuilder& builder(opt::Backend backend, opt::LaunchShape shape = {}) {
+opt::MixedSparseIndicesBuilder& builder(opt::Backend backend, kernels::LaunchShape shape = {}) {
   const std::string name = std::string(timing_prefix(backend)) + "/" +
                            std::to_string(shape.group_threads) + "x" + std::to_string(shape.chunks);
   auto& b = run().builders[name];
@@ -445,10 +445,10 @@ void register_shape_sweep() {
       {"flash", ref::LayerKind::kSwaOnly, "prefill1K"},
       {"pro", ref::LayerKind::kC4A, "decode64_ctx8K"}};
   for (const auto& [model, kind, case_name] : cases) {
-    for (int32_t group = opt::MixedSparseIndicesPolicy::kMinGroupThreads;
-         group <= opt::MixedSparseIndicesPolicy::kCtaThreads; group *= 2) {
-      for (int32_t chunks : opt::MixedSparseIndicesPolicy::kChunkChoices) {
-        const KernelConfig cfg{opt::Backend::kCuda, model, kind, case_name, opt::LaunchShape{group, chunks}};
+    for (int32_t group = kernels::MixedSparseIndicesPolicy::kMinGroupThreads;
+         group <= kernels::MixedSparseIndicesPolicy::kCtaThreads; group *= 2) {
+      for (int32_t chunks : kernels::MixedSparseIndicesPolicy::kChunkChoices) {
+        const KernelConfig cfg{opt::Backend::kCuda, model, kind, case_name, kernels::LaunchShape{group, chunks}};
         benchmark::RegisterBenchmark(("cuda/shape/" + cfg.shape_name() + "/" + model + "/" +
                                       ref::layer_kind_name(kind) + "/" + case_name)
                                          .c_str(),

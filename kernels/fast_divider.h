@@ -7,7 +7,7 @@
 
 #include "kernels/host_device.h"
 
-namespace dsv4::opt {
+namespace dsv4::kernels {
 
 struct FastDivider {
   uint32_t divisor;     // >= 1
@@ -36,4 +36,4 @@ struct FastDivider {
   }
 };
 
-}  // namespace dsv4::opt
+}  // namespace dsv4::kernels

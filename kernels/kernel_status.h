@@ -2,7 +2,7 @@
 // never throw and never hide an error; the host API boundary turns a failure into an exception.
 #pragma once
 
-namespace dsv4::opt {
+namespace dsv4::kernels {
 
 struct KernelStatus {
   int code = 0;                // cudaError_t; 0 = cudaSuccess
@@ -12,4 +12,4 @@ struct KernelStatus {
   bool ok() const { return code == 0; }
 };
 
-}  // namespace dsv4::opt
+}  // namespace dsv4::kernels

@@ -6,7 +6,7 @@
 #include "kernels/mixed_sparse_indices_policy.h"
 #include "kernels/mixed_sparse_indices_row.h"
 
-namespace dsv4::opt {
+namespace dsv4::kernels {
 namespace {
 
 using Policy = MixedSparseIndicesPolicy;
@@ -168,4 +168,4 @@ KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
   return KernelStatus{};
 }
 
-}  // namespace dsv4::opt
+}  // namespace dsv4::kernels

@@ -8,7 +8,7 @@
 #include "kernels/fast_divider.h"
 #include "kernels/host_device.h"
 
-namespace dsv4::opt {
+namespace dsv4::kernels {
 
 // Reads one input element; on the device through the read-only data cache (inputs never
 // alias outputs).
@@ -165,4 +165,4 @@ static_assert(std::is_trivially_copyable_v<MixedSparseIndicesArgs> &&
                   std::is_standard_layout_v<MixedSparseIndicesArgs>,
               "kernel arguments must be a POD");
 
-}  // namespace dsv4::opt
+}  // namespace dsv4::kernels

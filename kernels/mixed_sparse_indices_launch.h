@@ -9,7 +9,7 @@
 #include "kernels/mixed_sparse_indices_args.h"
 #include "kernels/mixed_sparse_indices_policy.h"
 
-namespace dsv4::opt {
+namespace dsv4::kernels {
 
 // What the launch shape depends on, queried once per device (never per launch).
 struct MixedSparseIndicesLaunchConfig {
@@ -32,4 +32,4 @@ KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
                                          const MixedSparseIndicesLaunchConfig& config,
                                          cudaStream_t stream);
 
-}  // namespace dsv4::opt
+}  // namespace dsv4::kernels

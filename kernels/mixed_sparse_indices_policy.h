@@ -3,7 +3,7 @@
 #pragma once
 #include <cstdint>
 
-namespace dsv4::opt {
+namespace dsv4::kernels {
 
 struct MixedSparseIndicesPolicy {
   static constexpr int32_t kCtaThreads = 256;
@@ -72,4 +72,4 @@ constexpr int64_t grid_ctas(const LaunchShape& shape, int32_t num_tokens) {
   return (static_cast<int64_t>(num_tokens) + rows_per_cta - 1) / rows_per_cta;
 }
 
-}  // namespace dsv4::opt
+}  // namespace dsv4::kernels

@@ -21,7 +21,7 @@
 #include "kernels/host_device.h"
 #include "kernels/mixed_sparse_indices_args.h"
 
-namespace dsv4::opt {
+namespace dsv4::kernels {
 
 // What t alone gives.
 struct RowStart {
@@ -311,4 +311,4 @@ DSV4_HD DSV4_INLINE void build_row(const MixedSparseIndicesArgs& a, int32_t t, i
   finish_row(a, share, share.picks, errors);
 }
 
-}  // namespace dsv4::opt
+}  // namespace dsv4::kernels

@@ -29,10 +29,10 @@ struct PinnedDeleter {
 
 class CudaBuilder final : public MixedSparseIndicesBuilder {
  public:
-  CudaBuilder(cudaStream_t stream, size_t workspace_bytes, LaunchShape forced_shape)
+  CudaBuilder(cudaStream_t stream, size_t workspace_bytes, kernels::LaunchShape forced_shape)
       : stream_(stream), arena_(ArenaMemory{&device_allocate, &device_release}, workspace_bytes) {
     DSV4_CUDA_CHECK(cudaGetDevice(&device_));
-    check_kernel_status(prepare_mixed_sparse_indices_launch(device_, &launch_config_));
+    check_kernel_status(kernels::prepare_mixed_sparse_indices_launch(device_, &launch_config_));
     launch_config_.forced = forced_shape;
     device_errors_.reset(static_cast<unsigned long long*>(device_allocate(sizeof(unsigned long long))));
     void* pinned = nullptr;
@@ -52,9 +52,9 @@ class CudaBuilder final : public MixedSparseIndicesBuilder {
     const OutputLayout layout = output_layout(request);
     const BuiltIndices out = place_outputs(layout, arena_.take(layout.total_bytes));
     if (out.num_tokens == 0) return out;
-    const MixedSparseIndicesArgs args = make_mixed_sparse_indices_args(
+    const kernels::MixedSparseIndicesArgs args = make_mixed_sparse_indices_args(
         request, out.sparse_indices, out.sparse_lens, device_errors_.get());
-    check_kernel_status(launch_mixed_sparse_indices(args, launch_config_, stream_));
+    check_kernel_status(kernels::launch_mixed_sparse_indices(args, launch_config_, stream_));
     return out;
   }
 
@@ -73,7 +73,7 @@ class CudaBuilder final : public MixedSparseIndicesBuilder {
  private:
   cudaStream_t stream_;
   int device_ = 0;
-  MixedSparseIndicesLaunchConfig launch_config_;
+  kernels::MixedSparseIndicesLaunchConfig launch_config_;
   StepArena arena_;
   std::unique_ptr<unsigned long long, DeviceDeleter> device_errors_;
   std::unique_ptr<unsigned long long, PinnedDeleter> host_errors_;
@@ -95,11 +95,11 @@ std::unique_ptr<MixedSparseIndicesBuilder> make_cuda_builder(void* stream) {
 }
 
 std::unique_ptr<MixedSparseIndicesBuilder> make_cuda_builder(void* stream, size_t workspace_bytes) {
-  return make_cuda_builder(stream, workspace_bytes, LaunchShape{});
+  return make_cuda_builder(stream, workspace_bytes, kernels::LaunchShape{});
 }
 
 std::unique_ptr<MixedSparseIndicesBuilder> make_cuda_builder(void* stream, size_t workspace_bytes,
-                                                             LaunchShape forced_shape) {
+                                                             kernels::LaunchShape forced_shape) {
   return std::make_unique<CudaBuilder>(static_cast<cudaStream_t>(stream), workspace_bytes, forced_shape);
 }
 

@@ -20,6 +20,6 @@ std::unique_ptr<MixedSparseIndicesBuilder> make_cuda_builder(void* stream, size_
 // kernel variant; the launch-shape sweep of kernel_bench). An invalid shape (group threads not
 // a power of two in [8, 256]) means the policy's.
 std::unique_ptr<MixedSparseIndicesBuilder> make_cuda_builder(void* stream, size_t workspace_bytes,
-                                                             LaunchShape forced_shape);
+                                                             kernels::LaunchShape forced_shape);
 
 }  // namespace dsv4::opt

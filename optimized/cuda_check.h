@@ -13,7 +13,7 @@ inline void cuda_check(cudaError_t code, const char* call, const char* file, int
   if (code != cudaSuccess) throw_cuda_error(static_cast<int>(code), call, file, line);
 }
 
-inline void check_kernel_status(const KernelStatus& status) {
+inline void check_kernel_status(const kernels::KernelStatus& status) {
   if (!status.ok()) throw_cuda_error(status.code, status.call, status.file, status.line);
 }
 

@@ -27,7 +27,7 @@ std::unique_ptr<MixedSparseIndicesBuilder> make_cuda_builder(void* /*stream*/,
 
 std::unique_ptr<MixedSparseIndicesBuilder> make_cuda_builder(void* /*stream*/,
                                                              size_t /*workspace_bytes*/,
-                                                             LaunchShape /*forced_shape*/) {
+                                                             kernels::LaunchShape /*forced_shape*/) {
   no_cuda("make_cuda_builder");
 }
 

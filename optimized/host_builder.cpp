@@ -13,11 +13,11 @@ namespace dsv4::opt {
 namespace {
 
 template <bool kPowerOfTwo, bool kVec4>
-int64_t build_rows(const MixedSparseIndicesArgs& args) {
+int64_t build_rows(const kernels::MixedSparseIndicesArgs& args) {
   int64_t errors = 0;
   for (int32_t t = 0; t < args.num_tokens; ++t) {
     int32_t row_errors = 0;
-    build_row<kPowerOfTwo, kVec4>(args, t, &row_errors);
+    kernels::build_row<kPowerOfTwo, kVec4>(args, t, &row_errors);
     errors += row_errors;
   }
   return errors;
@@ -33,7 +33,7 @@ class HostBuilder final : public MixedSparseIndicesBuilder {
     const OutputLayout layout = output_layout(request);
     const BuiltIndices out = place_outputs(layout, arena_.take(layout.total_bytes));
     if (out.num_tokens == 0) return out;
-    const MixedSparseIndicesArgs args =
+    const kernels::MixedSparseIndicesArgs args =
         make_mixed_sparse_indices_args(request, out.sparse_indices, out.sparse_lens, nullptr);
     if (args.power_of_two_blocks) {
       content_errors_ += args.vector_path ? build_rows<true, true>(args) : build_rows<true, false>(args);

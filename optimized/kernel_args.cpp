@@ -7,8 +7,8 @@ namespace {
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-BlockTableView table_view(const PagedCacheView& cache) {
-  return BlockTableView::make(cache.block_table, cache.num_rows, cache.blocks_per_row,
+kernels::BlockTableView table_view(const PagedCacheView& cache) {
+  return kernels::BlockTableView::make(cache.block_table, cache.num_rows, cache.blocks_per_row,
                               cache.block_size);
 }
 
@@ -20,10 +20,10 @@ bool has_compressed_cache(const BuildRequest& r) {
 
 }  // namespace
 
-MixedSparseIndicesArgs make_mixed_sparse_indices_args(const BuildRequest& r,
+kernels::MixedSparseIndicesArgs make_mixed_sparse_indices_args(const BuildRequest& r,
                                                       int32_t* sparse_indices, int32_t* sparse_lens,
                                                       unsigned long long* content_errors) {
-  MixedSparseIndicesArgs a{};
+  kernels::MixedSparseIndicesArgs a{};
   a.window = r.window;
   a.ratio = r.ratio;
   a.topk = r.topk;

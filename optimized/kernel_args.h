@@ -10,7 +10,7 @@ namespace dsv4::opt {
 
 // `request` must have passed validate_request_shape. Outputs: sparse_indices T x (W + P),
 // sparse_lens T; content_errors: the device counter (CUDA) or null (host).
-MixedSparseIndicesArgs make_mixed_sparse_indices_args(const BuildRequest& request,
+kernels::MixedSparseIndicesArgs make_mixed_sparse_indices_args(const BuildRequest& request,
                                                       int32_t* sparse_indices, int32_t* sparse_lens,
                                                       unsigned long long* content_errors);
 

@@ -19,6 +19,8 @@
 namespace dsv4::opt {
 namespace {
 
+using namespace dsv4::kernels;  // the kernels' row logic and launch policy under test
+
 // A CUDA builder on a non-blocking stream (so that nothing relies on legacy-stream ordering).
 class CudaBuilderTest : public ::testing::Test {
  protected:

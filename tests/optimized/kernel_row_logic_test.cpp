@@ -17,6 +17,8 @@
 namespace dsv4::opt {
 namespace {
 
+using namespace dsv4::kernels;  // the kernels' row logic and launch policy under test
+
 TEST(FastDivider, ExactForEveryDividendBelow2To31) {
   std::mt19937_64 rng(7);
   std::vector<uint32_t> divisors;
