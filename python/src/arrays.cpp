@@ -114,8 +114,7 @@ const dlpack::ExchangeApi* ArrayReader::exchange_api(nb::handle obj) {
 ArrayView ArrayReader::view(nb::handle obj, const char* name) {
   ArrayView a;
   a.name = name;
-  const int64_t* shape = nullptr;
-  const int64_t* strides = nullptr;
+  // Only rank 1 and 2 are read; rank checks name the argument later.
   if (const dlpack::ExchangeApi* api = exchange_api(obj)) {
     dlpack::Tensor t{};
     if (api->dltensor_from_py_object_no_sync(obj.ptr(), &t) != 0) {
@@ -126,29 +125,27 @@ ArrayView ArrayReader::view(nb::handle obj, const char* name) {
     a.ndim = t.ndim;
     a.dtype = t.dtype;
     a.device = t.device;
-    shape = t.shape;
-    strides = t.strides;
-  } else {
-    nb::ndarray<nb::ro> array;
-    if (!nb::try_cast(obj, array, /*convert=*/false)) {
-      fail_type(name, ": expected an array (numpy, torch or any DLPack tensor), got ",
-                nb::inst_name(obj).c_str());
+    for (int32_t i = 0; i < a.ndim && i < 2; ++i) {  // null strides: compact row-major
+      a.shape[i] = t.shape[i];
+      a.strides[i] = t.strides != nullptr ? t.strides[i] : (i + 1 < a.ndim ? t.shape[i + 1] : 1);
     }
-    if (kept_count_ == kept_.size()) fail_value(name, ": too many array arguments");
-    a.data = static_cast<char*>(const_cast<void*>(array.data_handle())) + array.byte_offset();
-    a.ndim = static_cast<int32_t>(array.ndim());
-    const nb::dlpack::dtype dt = array.dtype();
-    a.dtype = dlpack::DataType{dt.code, dt.bits, dt.lanes};
-    a.device = dlpack::Device{array.device_type(), array.device_id()};
-    shape = array.shape_ptr();
-    strides = array.stride_ptr();
-    kept_[kept_count_++] = std::move(array);  // keeps the import (and so `shape`) alive
+    return a;
   }
-  // Rank 1 and 2 are all this API takes; rank checks name the argument later.
-  for (int32_t i = 0; i < a.ndim && i < 2; ++i) {
-    a.shape[i] = shape[i];
-    a.strides[i] = strides != nullptr ? strides[i] : (i + 1 < a.ndim ? shape[i + 1] : 1);
+  nb::ndarray<nb::ro> array;
+  if (!nb::try_cast(obj, array, /*convert=*/false)) {
+    fail_type(name, ": expected an array (numpy, torch or any DLPack tensor), got ", nb::inst_name(obj).c_str());
   }
+  if (kept_count_ == kept_.size()) fail_value(name, ": too many array arguments");
+  a.data = const_cast<void*>(array.data());  // byte offset included
+  a.ndim = static_cast<int32_t>(array.ndim());
+  const nb::dlpack::dtype dt = array.dtype();
+  a.dtype = dlpack::DataType{dt.code, dt.bits, dt.lanes};
+  a.device = dlpack::Device{array.device_type(), array.device_id()};
+  for (int32_t i = 0; i < a.ndim && i < 2; ++i) {  // nanobind always fills the strides
+    a.shape[i] = static_cast<int64_t>(array.shape(static_cast<size_t>(i)));
+    a.strides[i] = array.stride(static_cast<size_t>(i));
+  }
+  kept_[kept_count_++] = std::move(array);  // keeps the import alive for the call
   return a;
 }
 
