@@ -4,7 +4,9 @@ torch CUDA on the CUDA backend), per StepIndexer.layer() cache hit and C4A build
 DeepSeek-V4-Flash step. Prints a table and writes JSON.
 
 Host time is the wall time of the Python loop of calls (CUDA: launches only, the GPU is not
-waited for); each case is N calls, repeated, median and minimum per call reported. Issue 13's
+waited for); each case is N calls, repeated, median and minimum per call reported, beside the
+thread's CPU time per call (equal to the wall time on an idle machine; the one to read on a
+shared one). Issue 13's
 targets on an H200: build() with torch CUDA tensors <= 8 us, a cache hit <= 2 us.
 
     python3 python/bench/bench_binding.py [--json OUT.json] [--calls 2000] [--repeats 7]
@@ -32,20 +34,23 @@ TARGETS = {("build", "torch", "cuda"): 8.0, ("layer hit", "torch", "cuda"): 2.0}
 
 
 def per_call_us(fn, calls, repeats, sync=None):
-    """Median and minimum us per call of `calls` calls, over `repeats` rounds (after a warm-up)."""
+    """Median and minimum wall us per call of `calls` calls over `repeats` rounds (after a
+    warm-up), and the median CPU us per call (this thread's CPU time: what the wall time would
+    be on an idle machine, for a loop that never blocks)."""
     for _ in range(max(10, calls // 10)):
         fn()
     if sync:
         sync()
-    rounds = []
+    wall, cpu = [], []
     for _ in range(repeats):
-        start = time.perf_counter_ns()
+        start, start_cpu = time.perf_counter_ns(), time.thread_time_ns()
         for _ in range(calls):
             fn()
-        rounds.append((time.perf_counter_ns() - start) / calls / 1e3)
+        wall.append((time.perf_counter_ns() - start) / calls / 1e3)
+        cpu.append((time.thread_time_ns() - start_cpu) / calls / 1e3)
         if sync:
             sync()  # the GPU drains between rounds, outside the timed loop
-    return float(np.median(rounds)), float(min(rounds))
+    return dict(us_median=float(np.median(wall)), us_min=float(min(wall)), cpu_us_median=float(np.median(cpu)))
 
 
 def layer_kwargs(step, ratio, c4a_topk=None, topk=512):
@@ -100,33 +105,34 @@ def cases(framework, device, shapes, calls, repeats):
         # build(): one SWA-only build (the cheapest kernel) and one C4A build.
         for kind, ratio in (("SWA-only", 1), ("C4A", 4)):
             kwargs = convert(layer_kwargs(step, ratio, c4a), framework, device)
-            med, low = per_call_us(lambda: dsv4_indices.build(**kwargs), calls, repeats, sync)
-            yield dict(base, case="build", layer=kind, us_median=med, us_min=low, calls=calls)
+            yield dict(base, case="build", layer=kind, calls=calls,
+                       **per_call_us(lambda: dsv4_indices.build(**kwargs), calls, repeats, sync))
         # StepIndexer: a cache hit, a C4A layer build, and whole steps.
         args = convert({k: step[k] for k in STEP_KEYS}, framework, device)
         c4a_t = convert({"t": c4a}, framework, device)["t"]
         indexer = dsv4_indices.StepIndexer(schedule["compress_ratios"])
         indexer.begin_step(**args)
         indexer.layer(0)
-        med, low = per_call_us(lambda: indexer.layer(1), calls, repeats)
-        yield dict(base, case="layer hit", layer="SWA-only", us_median=med, us_min=low, calls=calls)
+        yield dict(base, case="layer hit", layer="SWA-only", calls=calls,
+                   **per_call_us(lambda: indexer.layer(1), calls, repeats))
         indexer.end_step()
         # C4A layer builds as a step makes them (21 per step, the workspace recycled per step):
         # each round times one step's 21 calls; begin_step / end_step are outside the timing.
         c4a_layers = [i for i, r in enumerate(schedule["compress_ratios"]) if r == 4]
-        rounds = []
+        wall, cpu = [], []
         for n in range(10 + max(repeats, calls // len(c4a_layers))):
             indexer.begin_step(**args)
             if sync:
                 sync()
-            start = time.perf_counter_ns()
+            start, start_cpu = time.perf_counter_ns(), time.thread_time_ns()
             for i in c4a_layers:
                 indexer.layer(i, c4a_t)
             if n >= 10:  # the first steps warm the workspace up
-                rounds.append((time.perf_counter_ns() - start) / len(c4a_layers) / 1e3)
+                wall.append((time.perf_counter_ns() - start) / len(c4a_layers) / 1e3)
+                cpu.append((time.thread_time_ns() - start_cpu) / len(c4a_layers) / 1e3)
             indexer.end_step()
-        yield dict(base, case="layer build", layer="C4A", us_median=float(np.median(rounds)),
-                   us_min=float(min(rounds)), calls=len(rounds) * len(c4a_layers))
+        yield dict(base, case="layer build", layer="C4A", us_median=float(np.median(wall)), us_min=float(min(wall)),
+                   cpu_us_median=float(np.median(cpu)), calls=len(wall) * len(c4a_layers))
         for cached in (True, False):
             ix = dsv4_indices.StepIndexer(schedule["compress_ratios"], cache=cached)
 
@@ -137,9 +143,9 @@ def cases(framework, device, shapes, calls, repeats):
                 ix.end_step()
 
             n = max(5, calls // 100)
-            med, low = per_call_us(one_step, n, repeats, sync)
+            timing = per_call_us(one_step, n, repeats, sync)
             yield dict(base, case="Flash step " + ("cached" if cached else "uncached"),
-                       layer=f"{ix.builder_calls} builds", us_median=med, us_min=low, calls=n)
+                       layer=f"{ix.builder_calls} builds", calls=n, **timing)
 
 
 def main():
@@ -149,7 +155,8 @@ def main():
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()
 
-    shapes = {  # a decode step (the per-call overhead matters most there) and a prefill chunk
+    shapes = {  # decode steps, where the per-call overhead matters most; 0 tokens: overhead alone
+        "0 tokens": make_step(0, 8192, 0, 0, 128, reference.deepseek_v4_flash()),
         "1 decode": make_step(1, 8192, 0, 0, 128, reference.deepseek_v4_flash()),
         "64 decodes": make_step(64, 8192, 0, 0, 128, reference.deepseek_v4_flash()),
     }
@@ -171,17 +178,18 @@ def main():
             r["target_us"] = target
             results.append(r)
 
-    print(f"{'case':<22} {'layer':<10} {'framework':<9} {'backend':<7} {'shape':<11} {'us/call med':>11} "
-          f"{'min':>8}  target")
+    print(f"{'case':<20} {'layer':<10} {'framework':<9} {'backend':<7} {'shape':<11} {'wall us/call':>12} "
+          f"{'min':>8} {'cpu us':>8}  target (wall median)")
     for r in results:
         target = "" if r["target_us"] is None else (
             f"<= {r['target_us']:g} us: {'met' if r['us_median'] <= r['target_us'] else 'MISSED'}")
-        print(f"{r['case']:<22} {r['layer']:<10} {r['framework']:<9} {r['backend']:<7} {r['shape']:<11} "
-              f"{r['us_median']:>11.2f} {r['us_min']:>8.2f}  {target}")
+        print(f"{r['case']:<20} {r['layer']:<10} {r['framework']:<9} {r['backend']:<7} {r['shape']:<11} "
+              f"{r['us_median']:>12.2f} {r['us_min']:>8.2f} {r['cpu_us_median']:>8.2f}  {target}")
     for note in notes:
         print("note:", note)
     env = dict(python=platform.python_version(), machine=platform.machine(), processor=platform.processor(),
-               cpus=os.cpu_count(), numpy=np.__version__, dsv4_indices=dsv4_indices.__version__,
+               cpus=os.cpu_count(), load_average=os.getloadavg(), numpy=np.__version__,
+               dsv4_indices=dsv4_indices.__version__,
                cuda_compiled=dsv4_indices.cuda_compiled,
                torch=None if torch is None else torch.__version__,
                gpu=torch.cuda.get_device_name() if torch is not None and torch.cuda.is_available() else None)

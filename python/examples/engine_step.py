@@ -25,7 +25,7 @@ I32 = np.int32
 def block_table(lengths, block_size, first_block):
     """[R, NB] tables on distinct physical blocks, like a paged KV cache's allocator gives."""
     need = [(n + block_size - 1) // block_size for n in lengths]
-    table = np.full((len(lengths), max(need)), -1, I32)
+    table = np.full((len(lengths), max(need, default=1)), -1, I32)
     next_block = first_block
     for r, n in enumerate(need):
         table[r, :n] = np.arange(next_block, next_block + n)
