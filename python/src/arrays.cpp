@@ -7,10 +7,14 @@ namespace {
 
 std::string device_name(const dlpack::Device& d) {
   switch (d.device_type) {
-    case dlpack::kCPU: return "cpu";
-    case dlpack::kCUDAHost: return "cpu (pinned)";
-    case dlpack::kCUDA: return "cuda:" + std::to_string(d.device_id);
-    default: return "DLPack device type " + std::to_string(d.device_type);
+    case dlpack::kCPU:
+      return "cpu";
+    case dlpack::kCUDAHost:
+      return "cpu (pinned)";
+    case dlpack::kCUDA:
+      return "cuda:" + std::to_string(d.device_id);
+    default:
+      return "DLPack device type " + std::to_string(d.device_type);
   }
 }
 
@@ -153,8 +157,8 @@ void check_device(const ArrayView& a, const Placement& place) {
   const bool same = place.cuda() ? a.device.device_type == dlpack::kCUDA && a.device.device_id == place.device.device_id
                                  : host_memory(a.device);
   if (!same) {
-    fail_value(a.name, ": on ", device_name(a.device), ", but the step's tensors are on ",
-               device_name(place.device), " (query_start_loc decides)");
+    fail_value(a.name, ": on ", device_name(a.device), ", but the step's tensors are on ", device_name(place.device),
+               " (query_start_loc decides)");
   }
 }
 
@@ -164,8 +168,8 @@ opt::Int32Matrix int32_matrix(const ArrayView& a, const Placement& place) {
   check_int32(a);
   const bool empty = a.shape[0] == 0 || a.shape[1] == 0;  // any strides: nothing is read
   if (!empty && a.shape[1] > 1 && a.strides[1] != 1) {
-    fail_value(a.name, ": columns must be adjacent (column stride 1), got column stride ",
-               std::to_string(a.strides[1]), "; pass a contiguous array");
+    fail_value(a.name, ": columns must be adjacent (column stride 1), got column stride ", std::to_string(a.strides[1]),
+               "; pass a contiguous array");
   }
   if (!empty && a.shape[0] > 1 && a.strides[0] < 0) {
     fail_value(a.name, ": negative row stride ", std::to_string(a.strides[0]), " is not supported");
@@ -178,8 +182,7 @@ opt::Int32Matrix int32_matrix(const ArrayView& a, const Placement& place) {
   return m;
 }
 
-const int32_t* int32_vector(const ArrayView& a, const Placement& place, int64_t expected_size,
-                            const char* expected) {
+const int32_t* int32_vector(const ArrayView& a, const Placement& place, int64_t expected_size, const char* expected) {
   check_device(a, place);
   check_int32(a);
   check_vector(a, expected_size, expected);
@@ -189,18 +192,15 @@ const int32_t* int32_vector(const ArrayView& a, const Placement& place, int64_t 
 const int32_t* int32_dense(const ArrayView& a, const Placement& place) {
   const opt::Int32Matrix m = int32_matrix(a, place);
   if (m.rows > 1 && m.row_stride != m.cols) {
-    fail_value(a.name, ": rows must be dense (row stride = columns), got row stride ",
-               std::to_string(m.row_stride), " for ", std::to_string(m.cols),
-               " columns; pass a contiguous array");
+    fail_value(a.name, ": rows must be dense (row stride = columns), got row stride ", std::to_string(m.row_stride),
+               " for ", std::to_string(m.cols), " columns; pass a contiguous array");
   }
   return m.data;
 }
 
-const uint8_t* bool_vector(const ArrayView& a, const Placement& place, int64_t expected_size,
-                           const char* expected) {
+const uint8_t* bool_vector(const ArrayView& a, const Placement& place, int64_t expected_size, const char* expected) {
   check_device(a, place);
-  if (!((a.dtype.code == dlpack::kBool || a.dtype.code == dlpack::kUInt) && a.dtype.bits == 8 &&
-        a.dtype.lanes == 1)) {
+  if (!((a.dtype.code == dlpack::kBool || a.dtype.code == dlpack::kUInt) && a.dtype.bits == 8 && a.dtype.lanes == 1)) {
     fail_type(a.name, ": expected dtype bool or uint8, got ", dtype_name(a.dtype));
   }
   check_vector(a, expected_size, expected);
@@ -240,8 +240,8 @@ nb::object export_int32(const Placement& place, int32_t* data, int32_t ndim, con
     m.manager_ctx = e;
     m.deleter = [](dlpack::ManagedTensorVersioned* self) { delete static_cast<Exported*>(self->manager_ctx); };
     m.flags = 0;
-    m.dl_tensor = dlpack::Tensor{data, place.device, ndim, dlpack::DataType{dlpack::kInt, 32, 1},
-                                 e->shape, e->strides, 0};
+    m.dl_tensor =
+        dlpack::Tensor{data, place.device, ndim, dlpack::DataType{dlpack::kInt, 32, 1}, e->shape, e->strides, 0};
     void* out = nullptr;
     // On failure the framework owns `m` (DLPack: ownership is stolen), so it is not freed here.
     if (place.api->managed_tensor_to_py_object_no_sync(&m, &out) != 0) throw nb::python_error();
@@ -261,8 +261,7 @@ void* call_stream(nb::handle stream, const Placement& place) {
   if (!place.cuda()) return nullptr;  // host builds have no stream
   if (stream.is_none()) {
     void* current = nullptr;
-    if (place.api != nullptr &&
-        place.api->current_work_stream(dlpack::kCUDA, place.device.device_id, &current) != 0) {
+    if (place.api != nullptr && place.api->current_work_stream(dlpack::kCUDA, place.device.device_id, &current) != 0) {
       throw nb::python_error();
     }
     return current;  // no framework table: the legacy default stream
@@ -274,9 +273,10 @@ void* call_stream(nb::handle stream, const Placement& place) {
     value = attribute;
   }
   if (!PyLong_Check(value.ptr())) {
-    fail_type("stream: expected an int (a cudaStream_t, e.g. torch.cuda.current_stream().cuda_stream), "
-              "an object with .cuda_stream, or None; got ",
-              nb::inst_name(stream).c_str());
+    fail_type(
+        "stream: expected an int (a cudaStream_t, e.g. torch.cuda.current_stream().cuda_stream), "
+        "an object with .cuda_stream, or None; got ",
+        nb::inst_name(stream).c_str());
   }
   const unsigned long long address = PyLong_AsUnsignedLongLong(value.ptr());
   if (PyErr_Occurred()) {

@@ -51,7 +51,7 @@ class ArrayReader {
 // device must equal `place.device` (ValueError). `place` is set by the first argument read.
 opt::Int32Matrix int32_matrix(const ArrayView& a, const Placement& place);  // column stride 1
 const int32_t* int32_vector(const ArrayView& a, const Placement& place, int64_t expected_size,
-                            const char* expected);  // contiguous, of that size
+                            const char* expected);                       // contiguous, of that size
 const int32_t* int32_dense(const ArrayView& a, const Placement& place);  // C-contiguous matrix
 const uint8_t* bool_vector(const ArrayView& a, const Placement& place, int64_t expected_size,
                            const char* expected);  // bool or uint8

@@ -24,8 +24,8 @@ std::shared_ptr<Lease> BuilderPool::lease() {
       return lease;
     }
   }
-  lease->builder = backend_ == opt::Backend::kHost ? opt::make_host_builder()
-                                                   : opt::make_cuda_builder(stream_, workspace_bytes_);
+  lease->builder =
+      backend_ == opt::Backend::kHost ? opt::make_host_builder() : opt::make_cuda_builder(stream_, workspace_bytes_);
   return lease;
 }
 

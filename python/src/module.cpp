@@ -1,6 +1,6 @@
 // dsv4_indices._core: the nanobind module over optimized/ (build, StepIndexer) and reference/
 // (reference_build, reference_step_metadata, the model schedules). Bindings only: argument
-// views, output lifetimes and error translation; every rule of SPEC.md lives in the C++ below.
+// views, output lifetimes and error translation; every rule of SPEC.md lives in the libraries.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -77,7 +77,8 @@ struct Layout {
 
 int32_t vector_size(const ArrayView& a) {
   if (a.ndim != 1) {
-    throw nb::value_error((std::string(a.name) + ": expected a 1-D array, got " + std::to_string(a.ndim) + "-D").c_str());
+    throw nb::value_error(
+        (std::string(a.name) + ": expected a 1-D array, got " + std::to_string(a.ndim) + "-D").c_str());
   }
   if (a.shape[0] >= INT32_MAX) throw nb::value_error((std::string(a.name) + ": too large for int32").c_str());
   return static_cast<int32_t>(a.shape[0]);
@@ -113,7 +114,8 @@ Layout read_layout(ArrayReader& reader, nb::handle query_start_loc, nb::handle s
   const auto host_copy = [&](nb::handle h, const char* name, int64_t size, const char* expected) {
     if (!given(h)) {
       throw nb::value_error((std::string(name) + ": required with CUDA tensors (the host copy that the "
-                             "step's structure is validated on, SPEC §4)").c_str());
+                                                 "step's structure is validated on, SPEC §4)")
+                                .c_str());
     }
     return host_int32_vector(reader.view(h, name), size, expected);
   };
@@ -160,11 +162,10 @@ nb::tuple build(int32_t window, int32_t ratio, int32_t topk, nb::handle decode_s
                 nb::handle decode_valid, nb::handle prefill_topk, nb::handle query_start_loc, nb::handle seq_lens,
                 nb::handle token_to_req, nb::handle swa_block_table, int32_t swa_block_size,
                 nb::handle compressed_block_table, int32_t compressed_block_size, nb::handle query_start_loc_cpu,
-                nb::handle seq_lens_cpu, nb::handle token_to_req_cpu, nb::handle stream,
-                bool count_content_errors) {
+                nb::handle seq_lens_cpu, nb::handle token_to_req_cpu, nb::handle stream, bool count_content_errors) {
   ArrayReader reader;
-  const Layout l = read_layout(reader, query_start_loc, seq_lens, token_to_req, decode_swa_indices,
-                               query_start_loc_cpu, seq_lens_cpu, token_to_req_cpu);
+  const Layout l = read_layout(reader, query_start_loc, seq_lens, token_to_req, decode_swa_indices, query_start_loc_cpu,
+                               seq_lens_cpu, token_to_req_cpu);
   opt::BuildRequest r;
   r.window = window;
   r.ratio = ratio;
@@ -173,10 +174,12 @@ nb::tuple build(int32_t window, int32_t ratio, int32_t topk, nb::handle decode_s
   r.num_tokens = l.T;
   r.num_decode_tokens = l.D;
   r.decode_swa_indices = l.decode_swa_indices;
-  if (given(decode_compressed)) r.decode_compressed = int32_matrix(reader.view(decode_compressed, "decode_compressed"), l.place);
+  if (given(decode_compressed))
+    r.decode_compressed = int32_matrix(reader.view(decode_compressed, "decode_compressed"), l.place);
   r.decode_local = decode_local;
   if (given(decode_compressed_lens)) {
-    r.decode_compressed_lens = int32_vector(reader.view(decode_compressed_lens, "decode_compressed_lens"), l.place, l.D, "D");
+    r.decode_compressed_lens =
+        int32_vector(reader.view(decode_compressed_lens, "decode_compressed_lens"), l.place, l.D, "D");
   }
   if (given(decode_valid)) r.decode_valid = bool_vector(reader.view(decode_valid, "decode_valid"), l.place, l.D, "D");
   if (given(prefill_topk)) {
@@ -189,7 +192,8 @@ nb::tuple build(int32_t window, int32_t ratio, int32_t topk, nb::handle decode_s
   r.token_to_req = l.token_to_req;
   r.swa = paged_cache(reader, swa_block_table, swa_block_size, "swa_block_table", l.place);
   if (given(compressed_block_table)) {
-    r.compressed = paged_cache(reader, compressed_block_table, compressed_block_size, "compressed_block_table", l.place);
+    r.compressed =
+        paged_cache(reader, compressed_block_table, compressed_block_size, "compressed_block_table", l.place);
   } else if (compressed_block_size != 0) {
     throw nb::value_error("compressed_block_size is given without compressed_block_table");
   }
@@ -213,8 +217,8 @@ nb::tuple build(int32_t window, int32_t ratio, int32_t topk, nb::handle decode_s
 // The per-step cache from Python: one C++ StepIndexer per step over a leased builder.
 class PyStepIndexer {
  public:
-  PyStepIndexer(std::vector<int32_t> compress_ratios, int32_t window, int32_t c4a_topk, bool cache,
-                bool verify_on_hit, size_t workspace_bytes)
+  PyStepIndexer(std::vector<int32_t> compress_ratios, int32_t window, int32_t c4a_topk, bool cache, bool verify_on_hit,
+                size_t workspace_bytes)
       : ratios_(std::move(compress_ratios)), window_(window), c4a_topk_(c4a_topk), workspace_bytes_(workspace_bytes) {
     for (int32_t ratio : ratios_) (void)opt::layer_kind_from_ratio(ratio);  // ValueError on an unknown ratio
     options_.enabled = cache;
@@ -243,7 +247,8 @@ class PyStepIndexer {
     in.token_to_req = l.token_to_req;
     in.host = l.host;
     in.decode_swa_indices = l.decode_swa_indices;
-    if (given(decode_valid)) in.decode_valid = bool_vector(reader.view(decode_valid, "decode_valid"), l.place, l.D, "D");
+    if (given(decode_valid))
+      in.decode_valid = bool_vector(reader.view(decode_valid, "decode_valid"), l.place, l.D, "D");
     in.swa = paged_cache(reader, swa_block_table, swa_block_size, "swa_block_table", l.place);
     step->has_c4a = given(c4a_block_table);
     if (step->has_c4a) in.c4a = paged_cache(reader, c4a_block_table, c4a_block_size, "c4a_block_table", l.place);
@@ -284,12 +289,13 @@ class PyStepIndexer {
 
   nb::tuple layer(int32_t i, nb::handle c4a_topk) {
     if (!step_) {
-      throw std::logic_error("StepIndexer.layer(): no step is open (begin_step() was not called, or end_step() "
-                             "was); a step's layers cannot be requested after it ended");
+      throw std::logic_error(
+          "StepIndexer.layer(): no step is open (begin_step() was not called, or end_step() "
+          "was); a step's layers cannot be requested after it ended");
     }
     if (i < 0 || i >= static_cast<int32_t>(ratios_.size())) {
-      throw nb::index_error(("layer " + std::to_string(i) + " is out of range [0, " +
-                             std::to_string(ratios_.size()) + ")").c_str());
+      throw nb::index_error(
+          ("layer " + std::to_string(i) + " is out of range [0, " + std::to_string(ratios_.size()) + ")").c_str());
     }
     Step& s = *step_;
     const int32_t ratio = ratios_[static_cast<size_t>(i)];
@@ -372,7 +378,8 @@ class PyStepIndexer {
     c4a.topk = c4a_topk_;
     ArrayReader reader;
     if (nb::isinstance<nb::tuple>(c4a_topk) || nb::isinstance<nb::list>(c4a_topk)) {
-      if (nb::len(c4a_topk) != 2) throw nb::value_error("c4a_topk: expected one [T, K] array or a pair ([D, K], [T - D, K])");
+      if (nb::len(c4a_topk) != 2)
+        throw nb::value_error("c4a_topk: expected one [T, K] array or a pair ([D, K], [T - D, K])");
       c4a.decode_local = int32_matrix(reader.view(c4a_topk[0], "c4a_topk[0] (decode)"), s.place);
       c4a.prefill_topk = int32_matrix(reader.view(c4a_topk[1], "c4a_topk[1] (prefill)"), s.place);
       return c4a;
@@ -380,11 +387,11 @@ class PyStepIndexer {
     const opt::Int32Matrix all = int32_matrix(reader.view(c4a_topk, "c4a_topk"), s.place);
     const int32_t T = s.inputs.num_tokens, D = s.inputs.num_decode_tokens;
     if (all.rows != T) {
-      throw nb::value_error(("c4a_topk has " + std::to_string(all.rows) + " rows, expected T = " + std::to_string(T)).c_str());
+      throw nb::value_error(
+          ("c4a_topk has " + std::to_string(all.rows) + " rows, expected T = " + std::to_string(T)).c_str());
     }
     c4a.decode_local = opt::Int32Matrix{all.data, D, all.cols, all.row_stride};
     c4a.prefill_topk = opt::Int32Matrix{all.data + int64_t{D} * all.row_stride, T - D, all.cols, all.row_stride};
-    if (D == 0 || all.cols == 0) c4a.decode_local.data = all.data;
     return c4a;
   }
 
@@ -416,14 +423,13 @@ ref::IndexVector to_vector(const int32_t* data, int64_t size) {
 }
 
 // The reference reads host arrays: its inputs are copied into Eigen (it is the oracle, not fast).
-Placement host_placement(ArrayReader& reader, nb::handle query_start_loc, nb::handle seq_lens,
-                         nb::handle token_to_req, ref::IndexVector* qsl, ref::IndexVector* lens,
-                         ref::IndexVector* owners) {
-  const Layout l = read_layout(reader, query_start_loc, seq_lens, token_to_req, nb::none(), nb::none(), nb::none(),
-                               nb::none());
-  if (l.place.cuda()) {
+Placement host_placement(ArrayReader& reader, nb::handle query_start_loc, nb::handle seq_lens, nb::handle token_to_req,
+                         ref::IndexVector* qsl, ref::IndexVector* lens, ref::IndexVector* owners) {
+  if (reader.view(query_start_loc, "query_start_loc").device.device_type == dlpack::kCUDA) {
     throw nb::value_error("query_start_loc: the reference runs on the CPU; pass host arrays (e.g. tensor.cpu())");
   }
+  const Layout l =
+      read_layout(reader, query_start_loc, seq_lens, token_to_req, nb::none(), nb::none(), nb::none(), nb::none());
   *qsl = to_vector(l.query_start_loc, int64_t{l.R} + 1);
   *lens = to_vector(l.seq_lens, l.R);
   *owners = to_vector(l.token_to_req, l.T);
@@ -457,14 +463,16 @@ nb::tuple reference_build(int32_t window, int32_t ratio, int32_t topk, nb::handl
   in.window = window;
   in.ratio = ratio;
   in.topk = topk;
-  if (given(decode_swa_indices)) in.decode_swa_indices = to_matrix(reader.view(decode_swa_indices, "decode_swa_indices"), place);
+  if (given(decode_swa_indices))
+    in.decode_swa_indices = to_matrix(reader.view(decode_swa_indices, "decode_swa_indices"), place);
   const int64_t D = in.decode_swa_indices.rows();
   const int64_t T = in.token_to_req.size();
-  if (given(decode_compressed)) in.decode_compressed = to_matrix(reader.view(decode_compressed, "decode_compressed"), place);
+  if (given(decode_compressed))
+    in.decode_compressed = to_matrix(reader.view(decode_compressed, "decode_compressed"), place);
   in.decode_local = decode_local;
   if (given(decode_compressed_lens)) {
-    in.decode_compressed_lens = to_vector(
-        int32_vector(reader.view(decode_compressed_lens, "decode_compressed_lens"), place, D, "D"), D);
+    in.decode_compressed_lens =
+        to_vector(int32_vector(reader.view(decode_compressed_lens, "decode_compressed_lens"), place, D, "D"), D);
   }
   if (given(decode_valid)) {
     const uint8_t* valid = bool_vector(reader.view(decode_valid, "decode_valid"), place, D, "D");
@@ -496,8 +504,8 @@ nb::dict reference_step_metadata(nb::handle query_start_loc, nb::handle seq_lens
                                          &step.seq_lens, &step.token_to_req);
   step.num_decode_tokens = num_decode_tokens;
   if (given(decode_valid)) {
-    const uint8_t* valid = bool_vector(reader.view(decode_valid, "decode_valid"), place, num_decode_tokens,
-                                       "num_decode_tokens");
+    const uint8_t* valid =
+        bool_vector(reader.view(decode_valid, "decode_valid"), place, num_decode_tokens, "num_decode_tokens");
     step.decode_valid.assign(valid, valid + num_decode_tokens);
   }
   step.swa = ref_cache(reader, swa_block_table, swa_block_size, "swa_block_table", place);
@@ -584,13 +592,13 @@ ValueError), e.g. reference.deepseek_v4_flash()['compress_ratios']. window: W. c
 top-k of C4A layers (the indexer output may have fewer columns). cache=False builds every layer
 (the uncached baseline); verify_on_hit=True rebuilds on every hit and raises on a difference.
 workspace_bytes: the initial size of each CUDA builder's output workspace (it grows on demand).)doc")
-      .def("begin_step", &PyStepIndexer::begin_step, nb::kw_only(), "query_start_loc"_a, "seq_lens"_a,
-           "token_to_req"_a, "swa_block_table"_a, "swa_block_size"_a, "decode_swa_indices"_a = nb::none(),
-           "decode_valid"_a = nb::none(), "c4a_block_table"_a = nb::none(), "c4a_block_size"_a = 0,
-           "c128a_block_table"_a = nb::none(), "c128a_block_size"_a = 0, "c128a_topk"_a = 0,
-           "c128a_decode_global"_a = nb::none(), "c128a_decode_lens"_a = nb::none(),
-           "c128a_prefill_local"_a = nb::none(), "query_start_loc_cpu"_a = nb::none(), "seq_lens_cpu"_a = nb::none(),
-           "token_to_req_cpu"_a = nb::none(), "stream"_a = nb::none(),
+      .def("begin_step", &PyStepIndexer::begin_step, nb::kw_only(), "query_start_loc"_a, "seq_lens"_a, "token_to_req"_a,
+           "swa_block_table"_a, "swa_block_size"_a, "decode_swa_indices"_a = nb::none(), "decode_valid"_a = nb::none(),
+           "c4a_block_table"_a = nb::none(), "c4a_block_size"_a = 0, "c128a_block_table"_a = nb::none(),
+           "c128a_block_size"_a = 0, "c128a_topk"_a = 0, "c128a_decode_global"_a = nb::none(),
+           "c128a_decode_lens"_a = nb::none(), "c128a_prefill_local"_a = nb::none(),
+           "query_start_loc_cpu"_a = nb::none(), "seq_lens_cpu"_a = nb::none(), "token_to_req_cpu"_a = nb::none(),
+           "stream"_a = nb::none(),
            R"doc(Starts a step: reads (without copying) and validates the step's tensors once (SPEC §2, §4, §6).
 
 query_start_loc [R+1], seq_lens [R], token_to_req [T]; decode_swa_indices [D, W] (None: no
@@ -635,17 +643,18 @@ before end_step().)doc")
 Returns (sparse_indices, sparse_lens, content_errors) in the inputs' framework. Raises
 ValueError with the reference's message for structural errors (SPEC §4).)doc");
   m.def("reference_step_metadata", &reference_step_metadata, nb::kw_only(), "query_start_loc"_a, "seq_lens"_a,
-        "token_to_req"_a, "num_decode_tokens"_a, "decode_valid"_a = nb::none(), "swa_block_table"_a,
-        "swa_block_size"_a, "c128a_block_table"_a, "c128a_block_size"_a, "window"_a = 128,
-        "max_model_len"_a = 1 << 20,
+        "token_to_req"_a, "num_decode_tokens"_a, "decode_valid"_a = nb::none(), "swa_block_table"_a, "swa_block_size"_a,
+        "c128a_block_table"_a, "c128a_block_size"_a, "window"_a = 128, "max_model_len"_a = 1 << 20,
         R"doc(The per-step metadata engines compute (SPEC §6), by the reference, host arrays only.
 
 Returns a dict of begin_step() arguments: decode_swa_indices [D, W], c128a_topk (E),
 c128a_decode_global [D, E], c128a_decode_lens [D], c128a_prefill_local [T - D, E].)doc");
-  m.def("deepseek_v4_flash", [] { return schedule_dict(dsv4::ref::deepseek_v4_flash()); },
-        "DeepSeek-V4-Flash's schedule: dict(name, compress_ratios (43 layers), window, c4a_topk, main_block_size).");
-  m.def("deepseek_v4_pro", [] { return schedule_dict(dsv4::ref::deepseek_v4_pro()); },
-        "DeepSeek-V4-Pro's schedule: dict(name, compress_ratios (61 layers), window, c4a_topk, main_block_size).");
+  m.def(
+      "deepseek_v4_flash", [] { return schedule_dict(dsv4::ref::deepseek_v4_flash()); },
+      "DeepSeek-V4-Flash's schedule: dict(name, compress_ratios (43 layers), window, c4a_topk, main_block_size).");
+  m.def(
+      "deepseek_v4_pro", [] { return schedule_dict(dsv4::ref::deepseek_v4_pro()); },
+      "DeepSeek-V4-Pro's schedule: dict(name, compress_ratios (61 layers), window, c4a_topk, main_block_size).");
   m.def("cuda_available", &opt::cuda_device_present,
         "True when this build has the CUDA backend and a CUDA device is visible.");
 #if DSV4_WITH_CUDA
