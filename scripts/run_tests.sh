@@ -10,6 +10,6 @@ cd "$(dirname "$0")/.."
 ./scripts/build.sh -DDSV4_PYTHON=ON -DPython_EXECUTABLE="$PWD/build-venv/bin/python"
 status=0
 ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 900 || status=1
-PYTHONPATH=build/python build-venv/bin/python -m pytest python/tests -q -p no:cacheprovider || status=1
+PYTHONPATH=build/python build-venv/bin/python -m pytest python/tests -q || status=1
 [ "$status" -eq 0 ] || { echo "run_tests: FAILED (ctest or pytest above)"; exit "$status"; }
 ./scripts/check_sanitizers.sh
