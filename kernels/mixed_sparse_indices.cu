@@ -78,6 +78,45 @@ __global__ void __launch_bounds__(kCta, Policy::min_ctas_per_sm(kChunks)) mixed_
   }
 }
 
+// Decode-only steps with rows of at most kDecodeRowMaxChunks 16-byte chunks (16-byte rows,
+// power-of-two blocks): a CTA per row, a thread per chunk. Every load of the row is in flight
+// at once (the chunk's input and token_to_req, then the table) and a thread runs short
+// straight-line code: a decode build lasts a few us, its code is cold after every other
+// kernel, and instruction fetch dominated it in the group kernel (bench/results/).
+__global__ void __launch_bounds__(Policy::kDecodeRowMaxChunks) decode_chunk_kernel(const MixedSparseIndicesArgs args) {
+  const int32_t t = static_cast<int32_t>(blockIdx.x);
+  const int32_t k = static_cast<int32_t>(threadIdx.x);
+  const bool active = k < args.row_width / 4;
+  int32_t errors = 0;
+  int32_t picks = 0;
+  RowShare share{start_row<RowKinds::kDecode>(args, t), RowPlan{}, 0};
+  int32_t v[4] = {-1, -1, -1, -1};
+  if (active) load_chunk_inputs<4>(args, share.start, k, share.start.compressed_width, v);
+  share.plan = plan_row(args, share.start);
+  if (active) {
+    if (share.plan.request_in_range) {
+      finish_chunk<true, 4>(args, share.start, share.plan, k, v, &picks, &errors);
+    } else {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) v[e] = -1;
+    }
+    store_chunk<4>(share.start.out + 4 * k, v);
+  }
+  if (args.decode_local && args.decode_width > 0) {  // the row's length counts its picks
+    __shared__ int32_t warp_picks[Policy::kDecodeRowMaxChunks / kWarp];
+    picks = lanes_sum<kWarp>(picks);
+    if (k % kWarp == 0) warp_picks[k / kWarp] = picks;
+    __syncthreads();
+    if (k == 0) {
+      picks = 0;
+      for (int32_t w = 0; w < static_cast<int32_t>(blockDim.x) / kWarp; ++w) picks += warp_picks[w];
+    }
+  }
+  if (k == 0) finish_row(args, share, picks, &errors);
+  errors = lanes_sum<kWarp>(errors);
+  if (k % kWarp == 0 && errors != 0) atomicAdd(args.content_errors, static_cast<unsigned long long>(errors));
+}
+
 using KernelFunction = void (*)(MixedSparseIndicesArgs);
 
 template <int kChunks, bool kPowerOfTwo, bool kVec4, RowKinds kRows>
@@ -140,10 +179,19 @@ LaunchShape mixed_sparse_indices_launch_shape(const MixedSparseIndicesArgs& args
   if (!args.vector_path) {
     return LaunchShape{args.row_width <= kScalarNarrowColumns ? kWarp : kCta, Policy::kDefaultChunks};
   }
+  const int32_t row_chunks = args.row_width / 4;
+  if (config.forced.decode_chunks || (!valid_group_threads(config.forced.group_threads) &&
+                                      args.num_decode_tokens == args.num_tokens)) {
+    // Decode-chunk kernel where it applies (forced or decode-only), else the policy's groups.
+    if (args.num_decode_tokens == args.num_tokens && args.power_of_two_blocks && fits_decode_chunks(row_chunks)) {
+      return decode_chunk_shape(row_chunks);
+    }
+  }
   LaunchShape shape = valid_group_threads(config.forced.group_threads)
                           ? config.forced
-                          : choose_launch_shape(args.num_tokens, args.row_width / 4, config.sm_count);
+                          : choose_launch_shape(args.num_tokens, row_chunks, config.sm_count);
   shape.chunks = Policy::kDefaultChunks;  // the one count compiled
+  shape.decode_chunks = false;
   return shape;
 }
 
@@ -155,11 +203,14 @@ KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
   const RowKinds rows = args.num_decode_tokens == args.num_tokens ? RowKinds::kDecode
                         : args.num_decode_tokens == 0           ? RowKinds::kPrefill
                                                                 : RowKinds::kBoth;
-  const KernelFunction kernel = select_kernel(shape, args.power_of_two_blocks, args.vector_path, rows);
+  const KernelFunction kernel = shape.decode_chunks
+                                    ? &decode_chunk_kernel
+                                    : select_kernel(shape, args.power_of_two_blocks, args.vector_path, rows);
   const int64_t grid = grid_ctas(shape, args.num_tokens);
+  const int32_t cta_threads = shape.decode_chunks ? shape.group_threads : kCta;
   void* params[] = {const_cast<MixedSparseIndicesArgs*>(&args)};  // copied at launch
-  cudaError_t status = cudaLaunchKernel(reinterpret_cast<const void*>(kernel),
-                                        dim3(static_cast<unsigned>(grid)), dim3(kCta), params, 0, stream);
+  cudaError_t status = cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(static_cast<unsigned>(grid)),
+                                        dim3(static_cast<unsigned>(cta_threads)), params, 0, stream);
   const cudaError_t last = cudaGetLastError();  // also clears a launch error's state
   if (status == cudaSuccess) status = last;
   if (status != cudaSuccess) {
