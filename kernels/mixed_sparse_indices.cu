@@ -78,43 +78,81 @@ __global__ void __launch_bounds__(kCta, Policy::min_ctas_per_sm(kChunks)) mixed_
   }
 }
 
+// What a decode row's compressed columns hold: nothing (Kd = 0), global slots (copied) or
+// local indices (translated). A decode-only step's kernel compiles only its form's code.
+enum class DecodeForm : uint8_t { kWindowOnly, kGlobal, kLocal };
+
 // Decode-only steps with rows of at most kDecodeRowMaxChunks 16-byte chunks (16-byte rows,
-// power-of-two blocks): a CTA per row, a thread per chunk. Every load of the row is in flight
-// at once (the chunk's input and token_to_req, then the table) and a thread runs short
-// straight-line code: a decode build lasts a few us, its code is cold after every other
-// kernel, and instruction fetch dominated it in the group kernel (bench/results/).
-__global__ void __launch_bounds__(Policy::kDecodeRowMaxChunks) decode_chunk_kernel(const MixedSparseIndicesArgs args) {
+// power-of-two blocks): a CTA per row, a thread per chunk, one form's straight-line code.
+// A decode build lasts a few us and its code is cold after every other kernel: instruction
+// fetch dominated it in the group kernel (bench/results/), so this kernel is kept short; its
+// loads (token_to_req, the chunk's input) are in flight together, then the table. The same
+// values as the row logic (finish_chunk, row_length), written out for the three forms.
+template <DecodeForm kForm>
+__global__ void __launch_bounds__(Policy::kDecodeRowMaxChunks) decode_chunk_kernel(const MixedSparseIndicesArgs a) {
   const int32_t t = static_cast<int32_t>(blockIdx.x);
   const int32_t k = static_cast<int32_t>(threadIdx.x);
-  const bool active = k < args.row_width / 4;
+  const int32_t c0 = 4 * k;
+  const int32_t j0 = c0 - a.window;  // the chunk's first compressed column (< 0: window)
+  const int32_t request = load_input(a.token_to_req + t);
+  int32_t v[4] = {-1, -1, -1, -1};
+  if (j0 < 0) {
+    load_stream4(a.decode_swa_indices + static_cast<int64_t>(t) * a.decode_swa_stride + c0, v);
+  } else if constexpr (kForm != DecodeForm::kWindowOnly) {
+    // Columns j < Kd hold values (threads past the row have j0 >= P >= Kd: nothing read).
+    const int32_t* in = a.decode_compressed + static_cast<int64_t>(t) * a.decode_compressed_stride + j0;
+    if (j0 + 4 <= a.decode_width) {
+      load_stream4(in, v);
+    } else {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) v[e] = j0 + e < a.decode_width ? load_input(in + e) : -1;
+    }
+  }
+  int32_t length_input = 1;  // decode_compressed_lens[t] (global) or decode_valid[t] (local)
+  if (k == 0) {
+    if (kForm == DecodeForm::kGlobal && a.decode_compressed_lens != nullptr) {
+      length_input = load_input(a.decode_compressed_lens + t);
+    }
+    if (kForm == DecodeForm::kLocal && a.decode_valid != nullptr) length_input = a.decode_valid[t];
+  }
+  const bool in_range = static_cast<uint32_t>(request) < static_cast<uint32_t>(a.num_requests);
   int32_t errors = 0;
   int32_t picks = 0;
-  RowShare share{start_row<RowKinds::kDecode>(args, t), RowPlan{}, 0};
-  int32_t v[4] = {-1, -1, -1, -1};
-  if (active) load_chunk_inputs<4>(args, share.start, k, share.start.compressed_width, v);
-  share.plan = plan_row(args, share.start);
-  if (active) {
-    if (share.plan.request_in_range) {
-      finish_chunk<true, 4>(args, share.start, share.plan, k, v, &picks, &errors);
-    } else {
+  if constexpr (kForm == DecodeForm::kLocal) {
+    if (j0 >= 0 && in_range) {
+      const int32_t* table = a.compressed.row(request);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        picks += v[e] >= 0 ? 1 : 0;
+        v[e] = a.compressed.lookup<true>(table, v[e], v[e] >= 0, &errors);
+      }
+    }
+  }
+  if (c0 < a.row_width) {
+    if (!in_range) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) v[e] = -1;
     }
-    store_chunk<4>(share.start.out + 4 * k, v);
+    store_chunk<4>(a.sparse_indices + static_cast<int64_t>(t) * a.row_width + c0, v);
   }
-  if (args.decode_local && args.decode_width > 0) {  // the row's length counts its picks
+  if constexpr (kForm == DecodeForm::kLocal) {  // the row's length counts its picks
     __shared__ int32_t warp_picks[Policy::kDecodeRowMaxChunks / kWarp];
     picks = lanes_sum<kWarp>(picks);
     if (k % kWarp == 0) warp_picks[k / kWarp] = picks;
     __syncthreads();
     if (k == 0) {
-      picks = 0;
-      for (int32_t w = 0; w < static_cast<int32_t>(blockDim.x) / kWarp; ++w) picks += warp_picks[w];
+      for (int32_t w = 1; w < static_cast<int32_t>(blockDim.x) / kWarp; ++w) picks += warp_picks[w];
     }
+    errors = lanes_sum<kWarp>(errors);
   }
-  if (k == 0) finish_row(args, share, picks, &errors);
-  errors = lanes_sum<kWarp>(errors);
-  if (k % kWarp == 0 && errors != 0) atomicAdd(args.content_errors, static_cast<unsigned long long>(errors));
+  if (k == 0) {
+    int32_t compressed_length = 0;
+    if (kForm == DecodeForm::kGlobal) compressed_length = a.decode_compressed_lens != nullptr ? length_input : a.decode_width;
+    if (kForm == DecodeForm::kLocal) compressed_length = length_input != 0 ? picks : 0;
+    a.sparse_lens[t] = in_range ? a.window + compressed_length : 0;
+    if (!in_range) ++errors;
+  }
+  if (k % kWarp == 0 && errors != 0) atomicAdd(a.content_errors, static_cast<unsigned long long>(errors));
 }
 
 using KernelFunction = void (*)(MixedSparseIndicesArgs);
@@ -204,7 +242,9 @@ KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
                         : args.num_decode_tokens == 0           ? RowKinds::kPrefill
                                                                 : RowKinds::kBoth;
   const KernelFunction kernel = shape.decode_chunks
-                                    ? &decode_chunk_kernel
+                                    ? (args.decode_width == 0 ? &decode_chunk_kernel<DecodeForm::kWindowOnly>
+                                       : args.decode_local    ? &decode_chunk_kernel<DecodeForm::kLocal>
+                                                              : &decode_chunk_kernel<DecodeForm::kGlobal>)
                                     : select_kernel(shape, args.power_of_two_blocks, args.vector_path, rows);
   const int64_t grid = grid_ctas(shape, args.num_tokens);
   const int32_t cta_threads = shape.decode_chunks ? shape.group_threads : kCta;
