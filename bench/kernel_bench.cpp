@@ -461,21 +461,6 @@ void register_shape_sweep() {
   }
 }
 
-// Removes `flag` from argv; true when it was there.
-bool take_flag(int* argc, char** argv, const char* flag) {
-  bool found = false;
-  int out = 1;
-  for (int i = 1; i < *argc; ++i) {
-    if (std::strcmp(argv[i], flag) == 0) {
-      found = true;
-    } else {
-      argv[out++] = argv[i];
-    }
-  }
-  *argc = out;
-  return found;
-}
-
 void register_benchmarks(const BackendChoice& backends) {
   for (opt::Backend backend : backends.list()) {
     const std::string prefix = timing_prefix(backend);

@@ -13,6 +13,17 @@ using Policy = MixedSparseIndicesPolicy;
 constexpr int kCta = Policy::kCtaThreads;
 constexpr int kWarp = Policy::kWarpThreads;
 
+// Programmatic dependent launch (no-ops when the launch did not ask for it, and before
+// sm_90): every kernel waits for the grid before it on the stream to complete, and its memory
+// to be visible, before reading anything, and lets the grid after it launch as soon as all of
+// its own CTAs have started (that grid waits for this one's completion in turn).
+__device__ __forceinline__ void begin_after_prior_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
+}
+
 // Sum over aligned groups of kLanes lanes (a power of two <= 32); every lane of the warp calls.
 template <int kLanes>
 __device__ __forceinline__ int32_t lanes_sum(int32_t value) {
@@ -58,6 +69,7 @@ __device__ __forceinline__ int32_t group_sum(int32_t value) {
 template <int kGroupThreads, int kChunks, bool kPowerOfTwo, bool kVec4, RowKinds kRows>
 __global__ void __launch_bounds__(kCta, Policy::min_ctas_per_sm(kChunks)) mixed_sparse_indices_kernel(const MixedSparseIndicesArgs args) {
   constexpr int32_t kRowsPerCta = kCta / kGroupThreads;
+  begin_after_prior_grid();
   const int32_t rank = static_cast<int32_t>(threadIdx.x) % kGroupThreads;
   const int64_t t = static_cast<int64_t>(blockIdx.x) * kRowsPerCta + threadIdx.x / kGroupThreads;
   const bool active = t < args.num_tokens;
@@ -90,6 +102,7 @@ enum class DecodeForm : uint8_t { kWindowOnly, kGlobal, kLocal };
 // values as the row logic (finish_chunk, row_length), written out for the three forms.
 template <DecodeForm kForm>
 __global__ void __launch_bounds__(Policy::kDecodeRowMaxChunks) decode_chunk_kernel(const MixedSparseIndicesArgs a) {
+  begin_after_prior_grid();
   const int32_t t = static_cast<int32_t>(blockIdx.x);
   const int32_t k = static_cast<int32_t>(threadIdx.x);
   const int32_t c0 = 4 * k;
@@ -249,12 +262,20 @@ KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
   const int64_t grid = grid_ctas(shape, args.num_tokens);
   const int32_t cta_threads = shape.decode_chunks ? shape.group_threads : kCta;
   void* params[] = {const_cast<MixedSparseIndicesArgs*>(&args)};  // copied at launch
-  cudaError_t status = cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(static_cast<unsigned>(grid)),
-                                        dim3(static_cast<unsigned>(cta_threads)), params, 0, stream);
+  cudaLaunchAttribute programmatic{};
+  programmatic.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  programmatic.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t launch{};
+  launch.gridDim = dim3(static_cast<unsigned>(grid));
+  launch.blockDim = dim3(static_cast<unsigned>(cta_threads));
+  launch.stream = stream;
+  launch.attrs = config.programmatic_launch ? &programmatic : nullptr;
+  launch.numAttrs = config.programmatic_launch ? 1 : 0;
+  cudaError_t status = cudaLaunchKernelExC(&launch, reinterpret_cast<const void*>(kernel), params);
   const cudaError_t last = cudaGetLastError();  // also clears a launch error's state
   if (status == cudaSuccess) status = last;
   if (status != cudaSuccess) {
-    return failure(status, "cudaLaunchKernel(mixed_sparse_indices_kernel) / cudaGetLastError", __LINE__);
+    return failure(status, "cudaLaunchKernelExC(mixed_sparse_indices kernel) / cudaGetLastError", __LINE__);
   }
   return KernelStatus{};
 }

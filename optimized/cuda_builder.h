@@ -22,4 +22,14 @@ std::unique_ptr<MixedSparseIndicesBuilder> make_cuda_builder(void* stream, size_
 std::unique_ptr<MixedSparseIndicesBuilder> make_cuda_builder(void* stream, size_t workspace_bytes,
                                                              kernels::LaunchShape forced_shape);
 
+// Every choice of a CUDA builder in one place; the overloads above are shorthands for it.
+struct CudaBuilderOptions {
+  size_t workspace_bytes = size_t{64} << 20;
+  kernels::LaunchShape forced_shape{};  // group_threads 0: the policy's
+  // Programmatic dependent launch (kernels/mixed_sparse_indices_launch.h): a build may start
+  // launching while the kernel before it on the stream finishes. Same results.
+  bool programmatic_launch = false;
+};
+std::unique_ptr<MixedSparseIndicesBuilder> make_cuda_builder(void* stream, const CudaBuilderOptions& options);
+
 }  // namespace dsv4::opt
