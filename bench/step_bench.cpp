@@ -66,7 +66,7 @@ struct Run {
   std::string staged_key;
   std::unique_ptr<StagedStep> staged;  // the most recent (backend, model, case) only
   std::string staging_error;
-  bool programmatic_launch = false;  // --programmatic_launch
+  bool programmatic_launch = true;  // off: --no_programmatic_launch
   void tear_down() {
     staged.reset();
     builders.clear();
@@ -282,9 +282,9 @@ int main(int argc, char** argv) {
   using namespace dsv4::bench;
   try {
     const BackendChoice backends = parse_backends(&argc, argv);
-    // Every build launched with programmatic dependent launch (CUDA; the builds of a step
-    // overlap each other's launch and tails).
-    run().programmatic_launch = take_flag(&argc, argv, "--programmatic_launch");
+    // Builds launched without programmatic dependent launch (CUDA; the default launches a
+    // step's builds so that each overlaps the tail of the one before): the comparison.
+    run().programmatic_launch = !take_flag(&argc, argv, "--no_programmatic_launch");
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
     Run& r = run();
