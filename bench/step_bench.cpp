@@ -29,6 +29,7 @@
 #include "bench/bench_common.h"
 #include "bench/keep.h"
 #include "bench/gpu_timing.h"
+#include "optimized/cuda_builder.h"
 #include "optimized/step_indexer.h"
 
 namespace dsv4::bench {
@@ -65,6 +66,7 @@ struct Run {
   std::string staged_key;
   std::unique_ptr<StagedStep> staged;  // the most recent (backend, model, case) only
   std::string staging_error;
+  bool programmatic_launch = true;  // off: --no_programmatic_launch
   void tear_down() {
     staged.reset();
     builders.clear();
@@ -83,6 +85,11 @@ void* cuda_stream(opt::Backend backend) {
 
 opt::MixedSparseIndicesBuilder& builder(opt::Backend backend) {
   auto& b = run().builders[backend];
+  if (!b && backend == opt::Backend::kCuda) {
+    opt::CudaBuilderOptions options;
+    options.programmatic_launch = run().programmatic_launch;
+    b = opt::make_cuda_builder(cuda_stream(backend), options);
+  }
   if (!b) b = make_builder(backend, cuda_stream(backend));
   return *b;
 }
@@ -275,6 +282,9 @@ int main(int argc, char** argv) {
   using namespace dsv4::bench;
   try {
     const BackendChoice backends = parse_backends(&argc, argv);
+    // Builds launched without programmatic dependent launch (CUDA; the default launches a
+    // step's builds so that each overlaps the tail of the one before): the comparison.
+    run().programmatic_launch = !take_flag(&argc, argv, "--no_programmatic_launch");
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
     Run& r = run();
@@ -286,6 +296,7 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     benchmark::AddCustomContext("dsv4_device", device);
     benchmark::AddCustomContext("dsv4_commit", build_commit());
+    benchmark::AddCustomContext("dsv4_programmatic_launch", run().programmatic_launch ? "on" : "off");
     if (backends.cuda) {
       r.stream = std::make_unique<GpuStream>();
       r.flusher = std::make_unique<L2Flusher>();

@@ -113,6 +113,27 @@ TEST_F(CudaBuilderTest, EveryLaunchShapeMatchesTheReference) {
   EXPECT_EQ(shapes, 6);
 }
 
+// Decode-only steps take the decode-chunk kernel (a CTA per row, a thread per 16-byte chunk)
+// when their rows fit a CTA, the group kernel otherwise; forced or by the policy.
+TEST_F(CudaBuilderTest, DecodeOnlyStepsMatchTheReference) {
+  testing::RandomShape decodes;
+  decodes.decode_only = true;
+  decodes.max_requests = 40;
+  decodes.max_topk = 600;
+  testing::RandomShape wide = decodes;  // rows up to 5128 columns: past one CTA's 1024 chunks
+  wide.max_requests = 4;
+  wide.max_topk = 5000;
+  for (const bool forced : {false, true}) {
+    if (forced) builder_ = make_cuda_builder(stream_, size_t{1} << 20, LaunchShape{0, 0, true});
+    const uint64_t base = forced ? 9000 : 8000;
+    random_builds(base, 80, decodes, {});
+    random_builds(base + 100, 30, decodes, {1, 0});
+    random_builds(base + 200, 20, decodes, {3, 1});  // scalar path
+    random_builds(base + 300, 20, wide, {});
+    random_builds(base + 400, 30, {}, {});  // mixed steps: the decode-chunk kernel does not apply
+  }
+}
+
 TEST_F(CudaBuilderTest, ErrorsAccumulateUntilTakenThenReset) {
   testing::StagedRequest staged(Backend::kCuda, testing::prefill_swa_negative_table_entry());
   builder_->build(staged.request());

@@ -88,6 +88,22 @@ TEST_F(CudaStepTest, Decodes256At32KFullSchedulesWithCallCounts) {
   }
 }
 
+// Programmatic dependent launch: every build of a step may begin while the one before it
+// finishes; each waits for its predecessor before reading, so every layer still equals the
+// reference (whole decode steps, and the first layers of a mixed step).
+TEST_F(CudaStepTest, ProgrammaticLaunchStepsMatchTheReference) {
+  CudaBuilderOptions options;
+  options.programmatic_launch = true;
+  builder_ = make_cuda_builder(nullptr, options);
+  const ref::Step step = harness::make_step(decodes_256_at_32k());
+  for (const ref::ModelSchedule& schedule : {ref::deepseek_v4_flash(), ref::deepseek_v4_pro()}) {
+    const auto c4a = harness::make_c4a_indexer_outputs(step, schedule, 6);
+    EXPECT_TRUE(testing::step_matches_reference(*builder_, step, schedule, c4a, CacheOptions{}));
+    EXPECT_TRUE(testing::step_matches_reference(*builder_, step, schedule, c4a, CacheOptions{false, false}));
+  }
+  expect_step(decodes_32_plus_prefill_8k(), testing::first_layers(ref::deepseek_v4_flash(), kFirstLayers), 7);
+}
+
 // Mixed step: a warp per row (local-form decode picks summed over the warp).
 TEST_F(CudaStepTest, Decodes32PlusPrefill8KFlashAndPro) {
   expect_step(decodes_32_plus_prefill_8k(), testing::first_layers(ref::deepseek_v4_flash(), kFirstLayers), 4);
