@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""Python host time of the binding: us per build() call (numpy / torch CPU on the host backend,
+torch CUDA on the CUDA backend), per StepIndexer.layer() cache hit and C4A build, and per whole
+DeepSeek-V4-Flash step. Prints a table and writes JSON.
+
+Host time is the wall time of the Python loop of calls (CUDA: launches only, the GPU is not
+waited for); each case is N calls, repeated, median and minimum per call reported, beside the
+thread's CPU time per call (equal to the wall time on an idle machine; the one to read on a
+shared one). Issue 13's
+targets on an H200: build() with torch CUDA tensors <= 8 us, a cache hit <= 2 us.
+
+    python3 python/bench/bench_binding.py [--json OUT.json] [--calls 2000] [--repeats 7]
+"""
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+import dsv4_indices  # noqa: E402
+from dsv4_indices import reference  # noqa: E402
+from engine_step import make_step  # noqa: E402
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+TARGETS = {("build", "torch", "cuda"): 8.0, ("layer hit", "torch", "cuda"): 2.0}
+
+
+def per_call_us(fn, calls, repeats, sync=None):
+    """Median and minimum wall us per call of `calls` calls over `repeats` rounds (after a
+    warm-up), and the median CPU us per call (this thread's CPU time: what the wall time would
+    be on an idle machine, for a loop that never blocks)."""
+    for _ in range(max(10, calls // 10)):
+        fn()
+    if sync:
+        sync()
+    wall, cpu = [], []
+    for _ in range(repeats):
+        start, start_cpu = time.perf_counter_ns(), time.thread_time_ns()
+        for _ in range(calls):
+            fn()
+        wall.append((time.perf_counter_ns() - start) / calls / 1e3)
+        cpu.append((time.thread_time_ns() - start_cpu) / calls / 1e3)
+        if sync:
+            sync()  # the GPU drains between rounds, outside the timed loop
+    return dict(us_median=float(np.median(wall)), us_min=float(min(wall)), cpu_us_median=float(np.median(cpu)),
+                cpu_us_min=float(min(cpu)))
+
+
+def layer_kwargs(step, ratio, c4a_topk=None, topk=512):
+    """build() arguments of one layer (SPEC §6)."""
+    D = step["decode_swa_indices"].shape[0]
+    kw = {k: step[k] for k in ("decode_swa_indices", "query_start_loc", "seq_lens", "token_to_req",
+                               "swa_block_table", "swa_block_size")}
+    kw["window"] = 128
+    if ratio == 1:
+        return dict(kw, ratio=1, topk=0)
+    if ratio == 128:
+        return dict(kw, ratio=128, topk=step["c128a_topk"], decode_compressed=step["c128a_decode_global"],
+                    decode_compressed_lens=step["c128a_decode_lens"], prefill_topk=step["c128a_prefill_local"],
+                    compressed_block_table=step["c128a_block_table"], compressed_block_size=step["c128a_block_size"])
+    return dict(kw, ratio=4, topk=topk, decode_compressed=c4a_topk[:D], decode_local=True,
+                decode_valid=step["decode_valid"], prefill_topk=c4a_topk[D:],
+                compressed_block_table=step["c4a_block_table"], compressed_block_size=step["c4a_block_size"])
+
+
+def convert(kwargs, framework, device):
+    """The same arguments as numpy, torch CPU or torch CUDA tensors (+ host copies for CUDA)."""
+    if framework == "numpy":
+        return dict(kwargs)
+    out = {}
+    for k, v in kwargs.items():
+        if isinstance(v, np.ndarray):
+            out[k] = torch.from_numpy(np.ascontiguousarray(v)).to(device)
+            if device.type == "cuda" and k in ("query_start_loc", "seq_lens", "token_to_req"):
+                out[k + "_cpu"] = torch.from_numpy(v)
+        else:
+            out[k] = v
+    return out
+
+
+STEP_KEYS = ("query_start_loc", "seq_lens", "token_to_req", "swa_block_table", "swa_block_size",
+             "decode_swa_indices", "decode_valid", "c4a_block_table", "c4a_block_size", "c128a_block_table",
+             "c128a_block_size", "c128a_topk", "c128a_decode_global", "c128a_decode_lens", "c128a_prefill_local")
+
+
+def cases(framework, device, shapes, calls, repeats):
+    """Every measurement of one framework/device; yields result dicts."""
+    schedule = reference.deepseek_v4_flash()
+    sync = torch.cuda.synchronize if device is not None and device.type == "cuda" else None
+    backend = "cuda" if sync else "host"
+    for shape_name, step in shapes.items():
+        rng = np.random.default_rng(0)
+        T, D = len(step["token_to_req"]), step["decode_swa_indices"].shape[0]
+        pos_n = np.maximum(1, (step["seq_lens"][step["token_to_req"]] + 1) // 4)
+        c4a = np.where(np.arange(512)[None, :] < pos_n[:, None],
+                       (rng.random((T, 512)) * pos_n[:, None]).astype(np.int32), -1).astype(np.int32)
+        base = dict(framework=framework, backend=backend, shape=shape_name, tokens=T)
+        # build(): one SWA-only build (the cheapest kernel) and one C4A build.
+        for kind, ratio in (("SWA-only", 1), ("C4A", 4)):
+            kwargs = convert(layer_kwargs(step, ratio, c4a), framework, device)
+            yield dict(base, case="build", layer=kind, calls=calls,
+                       **per_call_us(lambda: dsv4_indices.build(**kwargs), calls, repeats, sync))
+        # StepIndexer: a cache hit, a C4A layer build, and whole steps.
+        args = convert({k: step[k] for k in STEP_KEYS}, framework, device)
+        c4a_t = convert({"t": c4a}, framework, device)["t"]
+        indexer = dsv4_indices.StepIndexer(schedule["compress_ratios"])
+        indexer.begin_step(**args)
+        indexer.layer(0)
+        yield dict(base, case="layer hit", layer="SWA-only", calls=calls,
+                   **per_call_us(lambda: indexer.layer(1), calls, repeats))
+        indexer.end_step()
+        # C4A layer builds as a step makes them (21 per step, the workspace recycled per step):
+        # each round times one step's 21 calls; begin_step / end_step are outside the timing.
+        c4a_layers = [i for i, r in enumerate(schedule["compress_ratios"]) if r == 4]
+        wall, cpu = [], []
+        for n in range(10 + max(repeats, calls // len(c4a_layers))):
+            indexer.begin_step(**args)
+            if sync:
+                sync()
+            start, start_cpu = time.perf_counter_ns(), time.thread_time_ns()
+            for i in c4a_layers:
+                indexer.layer(i, c4a_t)
+            if n >= 10:  # the first steps warm the workspace up
+                wall.append((time.perf_counter_ns() - start) / len(c4a_layers) / 1e3)
+                cpu.append((time.thread_time_ns() - start_cpu) / len(c4a_layers) / 1e3)
+            indexer.end_step()
+        yield dict(base, case="layer build", layer="C4A", us_median=float(np.median(wall)), us_min=float(min(wall)),
+                   cpu_us_median=float(np.median(cpu)), cpu_us_min=float(min(cpu)), calls=len(wall) * len(c4a_layers))
+        for cached in (True, False):
+            ix = dsv4_indices.StepIndexer(schedule["compress_ratios"], cache=cached)
+
+            def one_step():
+                ix.begin_step(**args)
+                for i, ratio in enumerate(schedule["compress_ratios"]):
+                    ix.layer(i, c4a_t if ratio == 4 else None)
+                ix.end_step()
+
+            n = max(5, calls // 100)
+            timing = per_call_us(one_step, n, repeats, sync)
+            yield dict(base, case="Flash step " + ("cached" if cached else "uncached"),
+                       layer=f"{ix.builder_calls} builds", calls=n, **timing)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args()
+
+    shapes = {  # decode steps, where the per-call overhead matters most; 0 tokens: overhead alone
+        "0 tokens": make_step(0, 8192, 0, 0, 128, reference.deepseek_v4_flash()),
+        "1 decode": make_step(1, 8192, 0, 0, 128, reference.deepseek_v4_flash()),
+        "64 decodes": make_step(64, 8192, 0, 0, 128, reference.deepseek_v4_flash()),
+    }
+    runs = [("numpy", None)]
+    notes = []
+    if torch is None:
+        notes.append("torch is not installed: torch cases skipped")
+    else:
+        runs.append(("torch", torch.device("cpu")))
+        if torch.cuda.is_available() and dsv4_indices.cuda_available():
+            runs.append(("torch", torch.device("cuda", torch.cuda.current_device())))
+        else:
+            notes.append("no CUDA device (or the package was built without CUDA): torch CUDA cases skipped")
+
+    results = []
+    for framework, device in runs:
+        for r in cases(framework, device, shapes, args.calls, args.repeats):
+            target = TARGETS.get((r["case"], r["framework"], r["backend"]))
+            r["target_us"] = target
+            results.append(r)
+
+    print(f"{'case':<20} {'layer':<10} {'framework':<9} {'backend':<7} {'shape':<11} {'wall us/call':>12} "
+          f"{'min':>8} {'cpu us':>8} {'cpu min':>8}  target (wall median)")
+    for r in results:
+        target = "" if r["target_us"] is None else (
+            f"<= {r['target_us']:g} us: {'met' if r['us_median'] <= r['target_us'] else 'MISSED'}")
+        print(f"{r['case']:<20} {r['layer']:<10} {r['framework']:<9} {r['backend']:<7} {r['shape']:<11} "
+              f"{r['us_median']:>12.2f} {r['us_min']:>8.2f} {r['cpu_us_median']:>8.2f} {r['cpu_us_min']:>8.2f}  {target}")
+    for note in notes:
+        print("note:", note)
+    env = dict(python=platform.python_version(), machine=platform.machine(), processor=platform.processor(),
+               cpus=os.cpu_count(), load_average=os.getloadavg(), numpy=np.__version__,
+               dsv4_indices=dsv4_indices.__version__,
+               cuda_compiled=dsv4_indices.cuda_compiled,
+               torch=None if torch is None else torch.__version__,
+               gpu=torch.cuda.get_device_name() if torch is not None and torch.cuda.is_available() else None)
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as f:
+            json.dump(dict(env=env, calls=args.calls, repeats=args.repeats, notes=notes, results=results), f, indent=1)
+        print("wrote", args.json)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The Python environment of the two README commands: a virtual environment build-venv/ on
+# ${PYTHON:-python3} that sees that interpreter's packages (numpy, torch where installed) and
+# holds the build and test tools of python/requirements.txt (from .whl/ when present, else from
+# PyPI). A venv because Debian's own python3 refuses pip installs (PEP 668).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+venv=build-venv
+[ -x "$venv/bin/python" ] || "${PYTHON:-python3}" -m venv --system-site-packages "$venv"
+index=()
+[ -d .whl ] && index=(--no-index --find-links .whl)
+"$venv/bin/python" -m pip install -q --disable-pip-version-check "${index[@]}" -r python/requirements.txt
