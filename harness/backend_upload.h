@@ -3,6 +3,7 @@
 #pragma once
 #include <vector>
 
+#include "harness/input_layout.h"
 #include "optimized/backend_buffer.h"
 #include "optimized/build_request.h"
 #include "reference/tensors.h"
@@ -14,9 +15,11 @@ class BackendUploads {
   explicit BackendUploads(opt::Backend backend) : backend_(backend) {}
   opt::Backend backend() const { return backend_; }
 
+  // Never null, even for no elements: a given input stays given when it is empty.
   const int32_t* ints(const int32_t* data, Eigen::Index count);
   const uint8_t* bytes(const std::vector<uint8_t>& data);
-  opt::Int32Matrix matrix(const ref::IndexMatrix& m);  // dense: row_stride = cols
+  // Padding between rows and before the base hold -77, which no path may read.
+  opt::Int32Matrix matrix(const ref::IndexMatrix& m, MatrixLayout layout = {});
   opt::PagedCacheView cache(const ref::PagedCache& cache);
 
  private:

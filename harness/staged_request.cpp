@@ -2,7 +2,7 @@
 
 namespace dsv4::harness {
 
-StagedRequest::StagedRequest(opt::Backend backend, const ref::BuilderInputs& in)
+StagedRequest::StagedRequest(opt::Backend backend, const ref::BuilderInputs& in, const RequestLayout& layout)
     : uploads_(backend) {
   host_query_start_loc_.assign(in.query_start_loc.data(), in.query_start_loc.data() + in.query_start_loc.size());
   host_seq_lens_.assign(in.seq_lens.data(), in.seq_lens.data() + in.seq_lens.size());
@@ -15,15 +15,13 @@ StagedRequest::StagedRequest(opt::Backend backend, const ref::BuilderInputs& in)
   r.num_requests = static_cast<int32_t>(in.seq_lens.size());
   r.num_tokens = static_cast<int32_t>(in.token_to_req.size());
   r.num_decode_tokens = static_cast<int32_t>(in.decode_swa_indices.rows());
-  r.decode_swa_indices = uploads_.matrix(in.decode_swa_indices);
-  r.decode_compressed = uploads_.matrix(in.decode_compressed);
+  r.decode_swa_indices = uploads_.matrix(in.decode_swa_indices, layout.decode_swa_indices);
+  r.decode_compressed = uploads_.matrix(in.decode_compressed, layout.decode_compressed);
   r.decode_local = in.decode_local;
   if (in.decode_compressed_lens)
     r.decode_compressed_lens = uploads_.ints(in.decode_compressed_lens->data(), in.decode_compressed_lens->size());
-  if (in.decode_valid) {
-    r.decode_valid = uploads_.bytes(*in.decode_valid);
-  }
-  r.prefill_topk = uploads_.matrix(in.prefill_topk);
+  if (in.decode_valid) r.decode_valid = uploads_.bytes(*in.decode_valid);
+  r.prefill_topk = uploads_.matrix(in.prefill_topk, layout.prefill_topk);
   r.query_start_loc = uploads_.ints(in.query_start_loc.data(), in.query_start_loc.size());
   r.seq_lens = uploads_.ints(in.seq_lens.data(), in.seq_lens.size());
   r.token_to_req = uploads_.ints(in.token_to_req.data(), in.token_to_req.size());

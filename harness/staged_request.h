@@ -1,6 +1,6 @@
 // One reference BuilderInputs staged in a backend's memory as an optimized BuildRequest
-// (owns the buffers). For properties that drive the builder or the StepIndexCache directly
-// with hand-varied inputs, below the StepIndexer.
+// (owns the buffers), in a chosen layout. For tests and properties that drive a builder or
+// the StepIndexCache directly, below the StepIndexer.
 #pragma once
 #include <vector>
 
@@ -12,10 +12,14 @@ namespace dsv4::harness {
 
 class StagedRequest {
  public:
-  StagedRequest(opt::Backend backend, const ref::BuilderInputs& in);
+  StagedRequest(opt::Backend backend, const ref::BuilderInputs& in, const RequestLayout& layout = {});
+  StagedRequest(const StagedRequest&) = delete;
+  StagedRequest& operator=(const StagedRequest&) = delete;
+
   const opt::BuildRequest& request() const { return request_; }
   // Host copies of the step structure, for opt::validate_step_structure.
   opt::StepStructureHost host() const;
+  opt::Backend backend() const { return uploads_.backend(); }
 
  private:
   BackendUploads uploads_;
