@@ -52,171 +52,74 @@ TEST(Validation, HandCasesAreValid) {
   }
 }
 
-TEST(Validation, ScalarsBelowTheirMinimum) {
-  {
+// One broken field of the Fixture's request: rejected naming every needle, by the per-step
+// check and, for a `shape` error, by the O(1) per-build check too.
+struct Broken {
+  std::function<void(Fixture&)> mutate;
+  std::vector<std::string> needles;
+  bool shape = true;
+};
+void expect_rejected(const std::vector<Broken>& cases) {
+  for (const Broken& b : cases) {
     Fixture f;
-    f.request.window = 0;
-    EXPECT_TRUE(f.shape_rejected({"window = 0"}));
-  }
-  {
-    Fixture f;
-    f.request.ratio = 0;
-    EXPECT_TRUE(f.shape_rejected({"ratio = 0"}));
-  }
-  {
-    Fixture f;
-    f.request.topk = -7;
-    EXPECT_TRUE(f.shape_rejected({"topk = -7"}));
-  }
-  {
-    Fixture f;
-    f.request.swa.block_size = 0;
-    EXPECT_TRUE(f.shape_rejected({"swa.block_size = 0"}));
-  }
-  {
-    Fixture f;
-    f.request.compressed.block_size = -5;
-    EXPECT_TRUE(f.shape_rejected({"compressed.block_size = -5"}));
+    b.mutate(f);
+    EXPECT_TRUE(b.shape ? f.shape_rejected(b.needles) : f.rejected(b.needles)) << b.needles.front();
   }
 }
+using F = Fixture;
 
-TEST(Validation, OutputWidthMustFitInt32) {
-  Fixture f;
-  f.request.topk = INT_MAX;
-  EXPECT_TRUE(f.shape_rejected({"topk = 2147483647", "int32"}));
+TEST(Validation, ScalarsBelowTheirMinimum) {
+  expect_rejected({{[](F& f) { f.request.window = 0; }, {"window = 0"}},
+                   {[](F& f) { f.request.ratio = 0; }, {"ratio = 0"}},
+                   {[](F& f) { f.request.topk = -7; }, {"topk = -7"}},
+                   {[](F& f) { f.request.swa.block_size = 0; }, {"swa.block_size = 0"}},
+                   {[](F& f) { f.request.compressed.block_size = -5; }, {"compressed.block_size = -5"}},
+                   {[](F& f) { f.request.topk = INT_MAX; }, {"topk = 2147483647", "int32"}}});  // W + P
 }
 
 TEST(Validation, ViewShapes) {
-  {
-    Fixture f;
-    f.request.decode_swa_indices.cols = 7;
-    EXPECT_TRUE(f.shape_rejected({"decode_swa_indices", "7 columns", "window = 4"}));
-  }
-  {
-    Fixture f;
-    f.request.decode_compressed.rows = 2;
-    EXPECT_TRUE(f.shape_rejected({"decode_compressed", "2 rows", "D = 1"}));
-  }
-  {
-    Fixture f;  // zero columns = absent: any row count
-    f.request.decode_compressed.cols = 0;
-    f.request.decode_compressed.rows = 5;
-    EXPECT_NO_THROW(validate_step_structure(f.request, f.host()));
-  }
-  {
-    Fixture f;
-    f.request.prefill_topk.rows = 1;
-    EXPECT_TRUE(f.shape_rejected({"prefill_topk", "1 rows", "T - D = 2"}));
-  }
-  {
-    Fixture f;
-    f.request.decode_compressed.row_stride = 1;  // rows would overlap
-    f.request.decode_compressed.rows = 1;
-    EXPECT_NO_THROW(validate_request_shape(f.request));  // a single row has no stride
-  }
-  {
-    Fixture f;
-    f.request.prefill_topk.row_stride = 1;
-    EXPECT_TRUE(f.shape_rejected({"prefill_topk.row_stride = 1"}));
-  }
-  {
-    Fixture f;
-    f.request.prefill_topk.data = nullptr;
-    EXPECT_TRUE(f.shape_rejected({"prefill_topk.data is null"}));
-  }
-  {
-    Fixture f;
-    f.request.swa.num_rows = 1;
-    EXPECT_TRUE(f.shape_rejected({"swa.block_table", "1 rows", "R = 2"}));
-  }
-  {
-    Fixture f;
-    f.request.compressed.num_rows = 3;
-    EXPECT_TRUE(f.shape_rejected({"compressed.block_table", "3 rows", "R = 2"}));
-  }
-  {
-    Fixture f;
-    f.request.token_to_req = nullptr;
-    EXPECT_TRUE(f.shape_rejected({"token_to_req is null"}));
-  }
+  expect_rejected({
+      {[](F& f) { f.request.decode_swa_indices.cols = 7; }, {"decode_swa_indices", "7 columns", "window = 4"}},
+      {[](F& f) { f.request.decode_compressed.rows = 2; }, {"decode_compressed", "2 rows", "D = 1"}},
+      {[](F& f) { f.request.prefill_topk.rows = 1; }, {"prefill_topk", "1 rows", "T - D = 2"}},
+      {[](F& f) { f.request.prefill_topk.row_stride = 1; }, {"prefill_topk.row_stride = 1"}},
+      {[](F& f) { f.request.prefill_topk.data = nullptr; }, {"prefill_topk.data is null"}},
+      {[](F& f) { f.request.swa.num_rows = 1; }, {"swa.block_table", "1 rows", "R = 2"}},
+      {[](F& f) { f.request.compressed.num_rows = 3; }, {"compressed.block_table", "3 rows", "R = 2"}},
+      {[](F& f) { f.request.token_to_req = nullptr; }, {"token_to_req is null"}},
+      {[](F& f) {
+         f.request.num_decode_tokens = 5;
+         f.request.decode_swa_indices.rows = 5;
+       },
+       {"num_decode_tokens", "D = 5", "T = 3"}},
+      // Lens belong to the global form, validity to the local form.
+      {[](F& f) { f.request.decode_compressed_lens = f.request.seq_lens; }, {"decode_compressed_lens", "decode_local = true"}},
+      {[](F& f) { f.request.decode_local = false; }, {"decode_valid", "decode_local = false"}}});
+  Fixture absent;  // zero columns = absent: any row count
+  absent.request.decode_compressed.cols = 0;
+  absent.request.decode_compressed.rows = 5;
+  EXPECT_NO_THROW(validate_step_structure(absent.request, absent.host()));
+  Fixture one_row;  // a single row has no stride
+  one_row.request.decode_compressed.row_stride = 1;
+  one_row.request.decode_compressed.rows = 1;
+  EXPECT_NO_THROW(validate_request_shape(one_row.request));
 }
 
-TEST(Validation, LensOnlyWithGlobalFormAndValidityOnlyWithLocalForm) {
-  {
-    Fixture f;
-    f.request.decode_compressed_lens = f.request.seq_lens;  // any pointer
-    EXPECT_TRUE(f.shape_rejected({"decode_compressed_lens", "decode_local = true"}));
-  }
-  {
-    Fixture f;
-    f.request.decode_local = false;  // decode_valid still given
-    EXPECT_TRUE(f.shape_rejected({"decode_valid", "decode_local = false"}));
-  }
-}
-
-TEST(Validation, DecodeTokensCannotExceedT) {
-  Fixture f;
-  f.request.num_decode_tokens = 5;
-  f.request.decode_swa_indices.rows = 5;
-  EXPECT_TRUE(f.shape_rejected({"num_decode_tokens", "D = 5", "T = 3"}));
-}
-
-TEST(Validation, QueryStartLoc) {
-  {
-    Fixture f;
-    f.qsl = {1, 1, 3};
-    EXPECT_TRUE(f.rejected({"query_start_loc[0] = 1"}));
-  }
-  {
-    Fixture f;
-    f.qsl = {0, 4, 3};
-    EXPECT_TRUE(f.rejected({"query_start_loc[2] = 3", "query_start_loc[1] = 4"}));
-  }
-  {
-    Fixture f;
-    f.qsl = {0, 1, 2};
-    EXPECT_TRUE(f.rejected({"query_start_loc[2] = 2", "T = 3"}));
-  }
-}
-
-TEST(Validation, TokenToReq) {
-  {
-    Fixture f;
-    f.token_to_req = {0, 1, 2};
-    EXPECT_TRUE(f.rejected({"token_to_req[2] = 2", "R = 2"}));
-  }
-  {
-    Fixture f;
-    f.token_to_req = {0, -1, 1};
-    EXPECT_TRUE(f.rejected({"token_to_req[1] = -1"}));
-  }
-  {
-    Fixture f;
-    f.token_to_req = {0, 0, 1};
-    EXPECT_TRUE(f.rejected({"token_to_req[1] = 0", "query_start_loc"}));
-  }
-  {
-    Fixture f;
-    f.token_to_req = {1, 1, 1};
-    EXPECT_TRUE(f.rejected({"token_to_req[0] = 1", "query_start_loc"}));
-  }
-}
-
-TEST(Validation, SeqLens) {
-  {
-    Fixture f;
-    f.seq_lens = {2, 1};
-    EXPECT_TRUE(f.rejected({"seq_lens[1] = 1", "query length 2"}));
-  }
-  {
-    Fixture f;  // request 1's SWA row: 2 blocks of 64 = 128 tokens
-    f.seq_lens = {2, 128};
-    EXPECT_NO_THROW(validate_step_structure(f.request, f.host()));
-    f.seq_lens = {2, 129};
-    EXPECT_TRUE(f.rejected({"seq_lens[1] = 129", "128"}));
-    f.seq_lens = {2, INT_MAX};
-    EXPECT_TRUE(f.rejected({"seq_lens[1] = 2147483647"}));
-  }
+TEST(Validation, StepStructure) {
+  expect_rejected({{[](F& f) { f.qsl = {1, 1, 3}; }, {"query_start_loc[0] = 1"}, false},
+                   {[](F& f) { f.qsl = {0, 4, 3}; }, {"query_start_loc[2] = 3", "query_start_loc[1] = 4"}, false},
+                   {[](F& f) { f.qsl = {0, 1, 2}; }, {"query_start_loc[2] = 2", "T = 3"}, false},
+                   {[](F& f) { f.token_to_req = {0, 1, 2}; }, {"token_to_req[2] = 2", "R = 2"}, false},
+                   {[](F& f) { f.token_to_req = {0, -1, 1}; }, {"token_to_req[1] = -1"}, false},
+                   {[](F& f) { f.token_to_req = {0, 0, 1}; }, {"token_to_req[1] = 0", "query_start_loc"}, false},
+                   {[](F& f) { f.token_to_req = {1, 1, 1}; }, {"token_to_req[0] = 1", "query_start_loc"}, false},
+                   {[](F& f) { f.seq_lens = {2, 1}; }, {"seq_lens[1] = 1", "query length 2"}, false},
+                   // Request 1's SWA row holds 2 blocks of 64 = 128 tokens.
+                   {[](F& f) { f.seq_lens = {2, 129}; }, {"seq_lens[1] = 129", "128"}, false},
+                   {[](F& f) { f.seq_lens = {2, INT_MAX}; }, {"seq_lens[1] = 2147483647"}, false}});
+  Fixture full;
+  full.seq_lens = {2, 128};
+  EXPECT_NO_THROW(validate_step_structure(full.request, full.host()));
 }
 
 TEST(Validation, DecodeTokensMustEndAtARequestBoundary) {
