@@ -23,6 +23,20 @@ std::vector<opt::Backend> BackendChoice::list() const {
 
 bool cuda_usable() { return gpu_info().present && opt::cuda_device_present(); }
 
+bool take_flag(int* argc, char** argv, const char* flag) {
+  bool found = false;
+  int out = 1;
+  for (int i = 1; i < *argc; ++i) {
+    if (std::strcmp(argv[i], flag) == 0) {
+      found = true;
+    } else {
+      argv[out++] = argv[i];
+    }
+  }
+  *argc = out;
+  return found;
+}
+
 BackendChoice parse_backends(int* argc, char** argv) {
   const char* flag = "--backends=";
   std::string list;

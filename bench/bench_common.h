@@ -20,6 +20,8 @@ struct BackendChoice {
 // when a CUDA device is usable, host otherwise. Asking for cuda without a device throws
 // std::invalid_argument saying why.
 BackendChoice parse_backends(int* argc, char** argv);
+// Removes every argv entry equal to `flag`; true when there was one.
+bool take_flag(int* argc, char** argv, const char* flag);
 // True when the CUDA backend is compiled in and a device is visible.
 bool cuda_usable();
 

@@ -106,10 +106,15 @@ opt::MixedSparseIndicesBuilder& builder(opt::Backend backend, kernels::LaunchSha
   const std::string name = std::string(timing_prefix(backend)) + "/" +
                            std::to_string(shape.group_threads) + "x" + std::to_string(shape.chunks);
   auto& b = run().builders[name];
-  if (!b) {
-    b = shape.group_threads == 0 ? make_builder(backend, cuda_stream(backend))
-                                 : opt::make_cuda_builder(cuda_stream(backend), size_t{64} << 20, shape);
+  if (!b && backend == opt::Backend::kCuda) {
+    // One build timed alone, launched plainly (as the peer is): programmatic launch only
+    // overlaps a build with the kernel before it, which here is the L2 flush.
+    opt::CudaBuilderOptions options;
+    options.forced_shape = shape;
+    options.programmatic_launch = false;
+    b = opt::make_cuda_builder(cuda_stream(backend), options);
   }
+  if (!b) b = make_builder(backend, cuda_stream(backend));
   return *b;
 }
 opt::MixedSparseIndicesBuilder& builder(const KernelConfig& cfg) { return builder(cfg.backend, cfg.shape); }
@@ -427,21 +432,6 @@ void register_shape_sweep() {
       }
     }
   }
-}
-
-// Removes `flag` from argv; true when it was there.
-bool take_flag(int* argc, char** argv, const char* flag) {
-  bool found = false;
-  int out = 1;
-  for (int i = 1; i < *argc; ++i) {
-    if (std::strcmp(argv[i], flag) == 0) {
-      found = true;
-    } else {
-      argv[out++] = argv[i];
-    }
-  }
-  *argc = out;
-  return found;
 }
 
 void register_benchmarks(const BackendChoice& backends) {

@@ -29,6 +29,7 @@
 #include "bench/bench_main.h"
 #include "bench/keep.h"
 #include "harness/counting_builder.h"
+#include "optimized/cuda_builder.h"
 #include "optimized/step_indexer.h"
 
 namespace dsv4::bench {
@@ -65,6 +66,7 @@ struct Run {
   std::string staged_key;
   std::unique_ptr<StagedStep> staged;  // the most recent (backend, model, case) only
   std::string staging_error;
+  bool programmatic_launch = true;  // off: --no_programmatic_launch
   void tear_down() {
     staged.reset();
     builders.clear();
@@ -77,6 +79,11 @@ Run& run() {
 
 opt::MixedSparseIndicesBuilder& builder(opt::Backend backend) {
   auto& b = run().builders[backend];
+  if (!b && backend == opt::Backend::kCuda) {
+    opt::CudaBuilderOptions options;
+    options.programmatic_launch = run().programmatic_launch;
+    b = opt::make_cuda_builder(cuda_stream(backend), options);
+  }
   if (!b) b = make_builder(backend, cuda_stream(backend));
   return *b;
 }
@@ -267,10 +274,16 @@ void register_benchmarks(const BackendChoice& backends) {
 BenchProgram bench_program() {
   BenchProgram p;
   p.name = "step_bench";
+  // Builds launched without programmatic dependent launch (CUDA; the default launches a
+  // step's builds so that each overlaps the tail of the one before): the comparison.
+  p.take_flags = [](int* argc, char** argv) {
+    run().programmatic_launch = !take_flag(argc, argv, "--no_programmatic_launch");
+  };
   p.start = [](const BackendChoice&) {
     std::printf("step_bench: targets (H200): Flash %s cached <= %.0f us, Pro <= %.0f us, "
                 "judged on device+host (sum) and on the end-to-end wall time\n",
                 kTargetCase, kFlashTargetUs, kProTargetUs);
+    benchmark::AddCustomContext("dsv4_programmatic_launch", run().programmatic_launch ? "on" : "off");
   };
   p.register_benchmarks = register_benchmarks;
   p.tear_down = [] { run().tear_down(); };

@@ -337,6 +337,34 @@ def step_section(doc, lines, targets, floor_notes, peer=None, peer_ctx=None):
     return [(n, r["error"]) for n, r in runs.items() if "error" in r]
 
 
+def launch_overlap_section(on_doc, off_doc, lines):
+    """Cached steps with programmatic dependent launch (step_bench's default) against the same
+    steps launched plainly (step_bench --no_programmatic_launch), same run."""
+    def cached(doc):
+        out = {}
+        for name, r in collapse(doc).items():
+            parts = name.split("/")
+            if len(parts) == 5 and parts[1] == "step" and parts[4] == "cached" and "error" not in r:
+                out[(parts[0], parts[2], parts[3])] = r
+        return out
+    on, off = cached(on_doc), cached(off_doc)
+    keys = sorted(set(on) & set(off), key=lambda k: (k[0], k[1], CASE_ORDER.index(k[2]) if k[2] in CASE_ORDER else 99))
+    if not keys:
+        return
+    lines.append("### Step: programmatic dependent launch on (default) vs off\n")
+    lines.append("- cached steps; off = step_bench --no_programmatic_launch in the same run; device and wall us "
+                 "as above; gain = (off - on) / off\n")
+    lines.append("| timing | model | case | device us off | device us on | gain (device) | wall us off | "
+                 "wall us on | gain (wall) |")
+    lines.append("|---|---|---|---:|---:|---:|---:|---:|---:|")
+    for key in keys:
+        a, b = off[key], on[key]
+        lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {fmt(a.get('device_us'))} | {fmt(b.get('device_us'))} | "
+                     f"{fmt(saved_pct(a.get('device_us'), b.get('device_us')))} % | {fmt(a.get('wall_us'))} | "
+                     f"{fmt(b.get('wall_us'))} | {fmt(saved_pct(a.get('wall_us'), b.get('wall_us')))} % |")
+    lines.append("")
+
+
 def ttft_stand_in(r):
     """A TTFT row's stand-in; JSON from before the column had only the busy-wait."""
     return r.get("stand_in", "none" if r["rest_of_layer_us"] == 0 else "busy-wait")
@@ -440,6 +468,11 @@ def main():
                 errors.append((fname, "unreadable (truncated by a killed run?)"))
             else:
                 errors += section(doc, lines, targets, floor_notes, *peers[fname])
+    on_path, off_path = (os.path.join(args.dir, f) for f in ("step_bench.json", "step_bench_no_pdl.json"))
+    if os.path.exists(on_path) and os.path.exists(off_path):
+        on_doc, off_doc = load(on_path), load(off_path)
+        if on_doc is not None and off_doc is not None:
+            launch_overlap_section(on_doc, off_doc, lines)
     ttft_path = os.path.join(args.dir, "ttft.json")
     if os.path.exists(ttft_path):
         found += 1

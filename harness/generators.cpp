@@ -237,7 +237,7 @@ ref::BuilderInputs random_builder_inputs(Rng& rng, const BuildLimits& shape) {
   in.ratio = pick(kRatios);
   in.topk = uniform(rng, 0, shape.max_topk);
   const int32_t R = uniform(rng, 0, shape.max_requests);
-  const int32_t decode_requests = uniform(rng, 0, R);
+  const int32_t decode_requests = shape.decode_only ? R : uniform(rng, 0, R);
   in.query_start_loc = ref::IndexVector::Zero(R + 1);
   in.seq_lens = ref::IndexVector::Zero(R);
   for (int32_t r = 0; r < R; ++r) {
@@ -303,6 +303,20 @@ ref::BuilderInputs random_builder_inputs(Rng& rng, const BuildLimits& shape) {
   const int32_t Kp = chance(20) ? 0 : uniform(rng, 0, shape.max_topk + 4);
   in.prefill_topk = ref::IndexMatrix(T - D, Kp);
   for (Eigen::Index i = 0; i < in.prefill_topk.size(); ++i) in.prefill_topk.data()[i] = local_value();
+  // Sometimes runs of consecutive local indices, as C128A's positional top-k (the kernels read
+  // the table once for a run inside one block): from a random start, across block boundaries
+  // and, corrupt, past the table.
+  auto runs = [&](ref::IndexMatrix& m) {
+    for (Eigen::Index r = 0; r < m.rows(); ++r) {
+      const int32_t start = uniform(rng, shape.corrupt ? -2 : 0, std::max(0, local_bound));
+      for (Eigen::Index c = 0; c < m.cols(); ++c) {
+        const int32_t value = start + static_cast<int32_t>(c);
+        m(r, c) = !shape.corrupt && value > local_bound ? -1 : value;  // valid: -1 past the last
+      }
+    }
+  };
+  if (chance(30)) runs(in.prefill_topk);
+  if (in.decode_local && chance(30)) runs(in.decode_compressed);
   return in;
 }
 

@@ -65,8 +65,9 @@ rc::Gen<StepCase> gen_corrupted_step_case(ScheduleChoice choice, StepLimits limi
 
 // One build's inputs below the step level, for the builder and cache tests: any window,
 // ratio (2 and 3 too), block sizes, decode form, with or without lens, decode_valid and a
-// compressed table, Kd and Kp above or below topk; structurally valid, and with `corrupt`
-// negative, out-of-width and beyond-int32 table entries and wild local indices.
+// compressed table, Kd and Kp above or below topk, sometimes runs of consecutive local indices
+// (C128A's positional top-k); structurally valid, and with `corrupt` negative, out-of-width
+// and beyond-int32 table entries and wild local indices.
 struct BuildLimits {
   int32_t max_requests = 6;
   int32_t max_decode_query = 3;  // speculative decoding; 0 = an empty request
@@ -74,6 +75,7 @@ struct BuildLimits {
   int32_t max_context = 300;
   int32_t max_topk = 24;
   bool corrupt = true;
+  bool decode_only = false;  // every request a decode (the decode-only kernels)
 };
 rc::Gen<ref::BuilderInputs> gen_builder_inputs(BuildLimits limits = {});
 // Dense a third of the time, one padding and misalignment for every matrix a third, each

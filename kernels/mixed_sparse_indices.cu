@@ -13,6 +13,17 @@ using Policy = MixedSparseIndicesPolicy;
 constexpr int kCta = Policy::kCtaThreads;
 constexpr int kWarp = Policy::kWarpThreads;
 
+// Programmatic dependent launch (no-ops when the launch did not ask for it, and before
+// sm_90): every kernel waits for the grid before it on the stream to complete, and its memory
+// to be visible, before reading anything, and lets the grid after it launch as soon as all of
+// its own CTAs have started (that grid waits for this one's completion in turn).
+__device__ __forceinline__ void begin_after_prior_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
+}
+
 // Sum over aligned groups of kLanes lanes (a power of two <= 32); every lane of the warp calls.
 template <int kLanes>
 __device__ __forceinline__ int32_t lanes_sum(int32_t value) {
@@ -58,6 +69,7 @@ __device__ __forceinline__ int32_t group_sum(int32_t value) {
 template <int kGroupThreads, int kChunks, bool kPowerOfTwo, bool kVec4, RowKinds kRows>
 __global__ void __launch_bounds__(kCta, Policy::min_ctas_per_sm(kChunks)) mixed_sparse_indices_kernel(const MixedSparseIndicesArgs args) {
   constexpr int32_t kRowsPerCta = kCta / kGroupThreads;
+  begin_after_prior_grid();
   const int32_t rank = static_cast<int32_t>(threadIdx.x) % kGroupThreads;
   const int64_t t = static_cast<int64_t>(blockIdx.x) * kRowsPerCta + threadIdx.x / kGroupThreads;
   const bool active = t < args.num_tokens;
@@ -76,6 +88,84 @@ __global__ void __launch_bounds__(kCta, Policy::min_ctas_per_sm(kChunks)) mixed_
   if (threadIdx.x % kWarp == 0 && errors != 0) {
     atomicAdd(args.content_errors, static_cast<unsigned long long>(errors));
   }
+}
+
+// What a decode row's compressed columns hold: nothing (Kd = 0), global slots (copied) or
+// local indices (translated). A decode-only step's kernel compiles only its form's code.
+enum class DecodeForm : uint8_t { kWindowOnly, kGlobal, kLocal };
+
+// Decode-only steps with rows of at most kDecodeRowMaxChunks 16-byte chunks (16-byte rows,
+// power-of-two blocks): a CTA per row, a thread per chunk, one form's straight-line code.
+// A decode build lasts a few us and its code is cold after every other kernel: instruction
+// fetch dominated it in the group kernel (bench/results/), so this kernel is kept short; its
+// loads (token_to_req, the chunk's input) are in flight together, then the table. The same
+// values as the row logic (finish_chunk, row_length), written out for the three forms.
+template <DecodeForm kForm>
+__global__ void __launch_bounds__(Policy::kDecodeRowMaxChunks) decode_chunk_kernel(const MixedSparseIndicesArgs a) {
+  begin_after_prior_grid();
+  const int32_t t = static_cast<int32_t>(blockIdx.x);
+  const int32_t k = static_cast<int32_t>(threadIdx.x);
+  const int32_t c0 = 4 * k;
+  const int32_t j0 = c0 - a.window;  // the chunk's first compressed column (< 0: window)
+  const int32_t request = load_input(a.token_to_req + t);
+  int32_t v[4] = {-1, -1, -1, -1};
+  if (j0 < 0) {
+    load_stream4(a.decode_swa_indices + static_cast<int64_t>(t) * a.decode_swa_stride + c0, v);
+  } else if constexpr (kForm != DecodeForm::kWindowOnly) {
+    // Columns j < Kd hold values (threads past the row have j0 >= P >= Kd: nothing read).
+    const int32_t* in = a.decode_compressed + static_cast<int64_t>(t) * a.decode_compressed_stride + j0;
+    if (j0 + 4 <= a.decode_width) {
+      load_stream4(in, v);
+    } else {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) v[e] = j0 + e < a.decode_width ? load_input(in + e) : -1;
+    }
+  }
+  int32_t length_input = 1;  // decode_compressed_lens[t] (global) or decode_valid[t] (local)
+  if (k == 0) {
+    if (kForm == DecodeForm::kGlobal && a.decode_compressed_lens != nullptr) {
+      length_input = load_input(a.decode_compressed_lens + t);
+    }
+    if (kForm == DecodeForm::kLocal && a.decode_valid != nullptr) length_input = a.decode_valid[t];
+  }
+  const bool in_range = static_cast<uint32_t>(request) < static_cast<uint32_t>(a.num_requests);
+  int32_t errors = 0;
+  int32_t picks = 0;
+  if constexpr (kForm == DecodeForm::kLocal) {
+    if (j0 >= 0 && in_range) {
+      const int32_t* table = a.compressed.row(request);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        picks += v[e] >= 0 ? 1 : 0;
+        v[e] = a.compressed.lookup<true>(table, v[e], v[e] >= 0, &errors);
+      }
+    }
+  }
+  if (c0 < a.row_width) {
+    if (!in_range) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) v[e] = -1;
+    }
+    store_chunk<4>(a.sparse_indices + static_cast<int64_t>(t) * a.row_width + c0, v);
+  }
+  if constexpr (kForm == DecodeForm::kLocal) {  // the row's length counts its picks
+    __shared__ int32_t warp_picks[Policy::kDecodeRowMaxChunks / kWarp];
+    picks = lanes_sum<kWarp>(picks);
+    if (k % kWarp == 0) warp_picks[k / kWarp] = picks;
+    __syncthreads();
+    if (k == 0) {
+      for (int32_t w = 1; w < static_cast<int32_t>(blockDim.x) / kWarp; ++w) picks += warp_picks[w];
+    }
+    errors = lanes_sum<kWarp>(errors);
+  }
+  if (k == 0) {
+    int32_t compressed_length = 0;
+    if (kForm == DecodeForm::kGlobal) compressed_length = a.decode_compressed_lens != nullptr ? length_input : a.decode_width;
+    if (kForm == DecodeForm::kLocal) compressed_length = length_input != 0 ? picks : 0;
+    a.sparse_lens[t] = in_range ? a.window + compressed_length : 0;
+    if (!in_range) ++errors;
+  }
+  if (k % kWarp == 0 && errors != 0) atomicAdd(a.content_errors, static_cast<unsigned long long>(errors));
 }
 
 using KernelFunction = void (*)(MixedSparseIndicesArgs);
@@ -140,10 +230,19 @@ LaunchShape mixed_sparse_indices_launch_shape(const MixedSparseIndicesArgs& args
   if (!args.vector_path) {
     return LaunchShape{args.row_width <= kScalarNarrowColumns ? kWarp : kCta, Policy::kDefaultChunks};
   }
+  const int32_t row_chunks = args.row_width / 4;
+  if (config.forced.decode_chunks || (!valid_group_threads(config.forced.group_threads) &&
+                                      args.num_decode_tokens == args.num_tokens)) {
+    // Decode-chunk kernel where it applies (forced or decode-only), else the policy's groups.
+    if (args.num_decode_tokens == args.num_tokens && args.power_of_two_blocks && fits_decode_chunks(row_chunks)) {
+      return decode_chunk_shape(row_chunks);
+    }
+  }
   LaunchShape shape = valid_group_threads(config.forced.group_threads)
                           ? config.forced
-                          : choose_launch_shape(args.num_tokens, args.row_width / 4, config.sm_count);
+                          : choose_launch_shape(args.num_tokens, row_chunks, config.sm_count);
   shape.chunks = Policy::kDefaultChunks;  // the one count compiled
+  shape.decode_chunks = false;
   return shape;
 }
 
@@ -155,15 +254,28 @@ KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
   const RowKinds rows = args.num_decode_tokens == args.num_tokens ? RowKinds::kDecode
                         : args.num_decode_tokens == 0           ? RowKinds::kPrefill
                                                                 : RowKinds::kBoth;
-  const KernelFunction kernel = select_kernel(shape, args.power_of_two_blocks, args.vector_path, rows);
+  const KernelFunction kernel = shape.decode_chunks
+                                    ? (args.decode_width == 0 ? &decode_chunk_kernel<DecodeForm::kWindowOnly>
+                                       : args.decode_local    ? &decode_chunk_kernel<DecodeForm::kLocal>
+                                                              : &decode_chunk_kernel<DecodeForm::kGlobal>)
+                                    : select_kernel(shape, args.power_of_two_blocks, args.vector_path, rows);
   const int64_t grid = grid_ctas(shape, args.num_tokens);
+  const int32_t cta_threads = shape.decode_chunks ? shape.group_threads : kCta;
   void* params[] = {const_cast<MixedSparseIndicesArgs*>(&args)};  // copied at launch
-  cudaError_t status = cudaLaunchKernel(reinterpret_cast<const void*>(kernel),
-                                        dim3(static_cast<unsigned>(grid)), dim3(kCta), params, 0, stream);
+  cudaLaunchAttribute programmatic{};
+  programmatic.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  programmatic.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t launch{};
+  launch.gridDim = dim3(static_cast<unsigned>(grid));
+  launch.blockDim = dim3(static_cast<unsigned>(cta_threads));
+  launch.stream = stream;
+  launch.attrs = config.programmatic_launch ? &programmatic : nullptr;
+  launch.numAttrs = config.programmatic_launch ? 1 : 0;
+  cudaError_t status = cudaLaunchKernelExC(&launch, reinterpret_cast<const void*>(kernel), params);
   const cudaError_t last = cudaGetLastError();  // also clears a launch error's state
   if (status == cudaSuccess) status = last;
   if (status != cudaSuccess) {
-    return failure(status, "cudaLaunchKernel(mixed_sparse_indices_kernel) / cudaGetLastError", __LINE__);
+    return failure(status, "cudaLaunchKernelExC(mixed_sparse_indices kernel) / cudaGetLastError", __LINE__);
   }
   return KernelStatus{};
 }

@@ -17,6 +17,11 @@ struct MixedSparseIndicesLaunchConfig {
   // Tests and the tuning benchmark: use this shape's group_threads instead of the policy's (0 =
   // the policy; chunks is always the one compiled count). The scalar path keeps its own shape.
   LaunchShape forced{};
+  // Programmatic dependent launch (sm_90+): the launch may begin while the kernel before it
+  // on the stream finishes; the kernel waits for that grid's completion (and its memory)
+  // before its first global read, so results are the same. Overlaps a build's launch and
+  // ramp-up with its predecessor's tail (bench: step_bench --programmatic_launch).
+  bool programmatic_launch = false;
 };
 
 KernelStatus prepare_mixed_sparse_indices_launch(int device, MixedSparseIndicesLaunchConfig* config);

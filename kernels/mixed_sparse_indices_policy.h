@@ -29,15 +29,20 @@ struct MixedSparseIndicesPolicy {
   static constexpr int32_t kMinCtasPerSm = 2;
   // Passes a row may take in the narrowest group before the group widens.
   static constexpr int32_t kMaxPasses = 16;
+  // Decode-only steps whose rows have at most this many 16-byte chunks take the decode-chunk
+  // kernel: a CTA per row (the chunks rounded up to whole warps), a thread per chunk.
+  static constexpr int32_t kDecodeRowMaxChunks = 1024;
 };
 
 // How a launch maps rows to threads: `group_threads` threads own one row, each handling up to
-// `chunks` of its chunks per pass. Grid: one CTA per kCtaThreads / group_threads rows.
+// `chunks` of its chunks per pass. Grid: one CTA per kCtaThreads / group_threads rows; or, with
+// decode_chunks, one CTA of group_threads threads per row, a thread per chunk (chunks = 1).
 struct LaunchShape {
   int32_t group_threads = 0;
   int32_t chunks = 0;
+  bool decode_chunks = false;
   bool operator==(const LaunchShape& o) const {
-    return group_threads == o.group_threads && chunks == o.chunks;
+    return group_threads == o.group_threads && chunks == o.chunks && decode_chunks == o.decode_chunks;
   }
 };
 
@@ -65,9 +70,19 @@ constexpr LaunchShape choose_launch_shape(int32_t num_tokens, int32_t row_chunks
   return LaunchShape{g, chunks};
 }
 
+// The decode-chunk shape for rows of row_chunks 16-byte chunks, if they fit one CTA.
+constexpr bool fits_decode_chunks(int32_t row_chunks) {
+  return row_chunks >= 1 && row_chunks <= MixedSparseIndicesPolicy::kDecodeRowMaxChunks;
+}
+constexpr LaunchShape decode_chunk_shape(int32_t row_chunks) {
+  constexpr int32_t kWarp = MixedSparseIndicesPolicy::kWarpThreads;
+  return LaunchShape{(row_chunks + kWarp - 1) / kWarp * kWarp, 1, true};
+}
+
 // CTAs for num_tokens >= 0 rows: one per kCtaThreads / group_threads rows, every row at once
 // (no grid-stride loop: the hardware keeps as many CTAs resident as fit).
 constexpr int64_t grid_ctas(const LaunchShape& shape, int32_t num_tokens) {
+  if (shape.decode_chunks) return num_tokens;
   const int64_t rows_per_cta = MixedSparseIndicesPolicy::kCtaThreads / shape.group_threads;
   return (static_cast<int64_t>(num_tokens) + rows_per_cta - 1) / rows_per_cta;
 }

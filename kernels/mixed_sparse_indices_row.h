@@ -210,6 +210,18 @@ DSV4_HD DSV4_INLINE void finish_chunk(const MixedSparseIndicesArgs& a, const Row
     DSV4_UNROLL
     for (int e = 0; e < kLanes; ++e) *picks += v[e] >= 0 ? 1 : 0;
   }
+  if constexpr (kPowerOfTwo && kLanes == 4) {
+    // Consecutive indices in one block (C128A's positional top-k, runs in sorted top-k): one
+    // table read for the chunk.
+    // (Unsigned differences: no overflow; one block for v[0] >= 0 and v[3] rules out a wrap.)
+    const uint32_t u0 = static_cast<uint32_t>(v[0]);
+    const uint32_t block = u0 >> a.compressed.log2_block_size;
+    if (v[0] >= 0 && static_cast<uint32_t>(v[1]) - u0 == 1u && static_cast<uint32_t>(v[2]) - u0 == 2u &&
+        static_cast<uint32_t>(v[3]) - u0 == 3u && block == static_cast<uint32_t>(v[3]) >> a.compressed.log2_block_size) {
+      a.compressed.lookup_run<kLanes>(p.compressed_table, v[0], block, v, errors);
+      return;
+    }
+  }
   DSV4_UNROLL
   for (int e = 0; e < kLanes; ++e) {
     v[e] = a.compressed.lookup<kPowerOfTwo>(p.compressed_table, v[e], v[e] >= 0, errors);

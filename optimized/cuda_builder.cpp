@@ -16,7 +16,6 @@
 namespace dsv4::opt {
 namespace {
 
-constexpr size_t kDefaultWorkspaceBytes = size_t{64} << 20;
 
 struct DeviceDeleter {
   void operator()(void* p) const noexcept { device_release(p); }
@@ -29,11 +28,12 @@ struct PinnedDeleter {
 
 class CudaBuilder final : public MixedSparseIndicesBuilder {
  public:
-  CudaBuilder(cudaStream_t stream, size_t workspace_bytes, kernels::LaunchShape forced_shape)
-      : stream_(stream), arena_(ArenaMemory{&device_allocate, &device_release}, workspace_bytes) {
+  CudaBuilder(cudaStream_t stream, const CudaBuilderOptions& options)
+      : stream_(stream), arena_(ArenaMemory{&device_allocate, &device_release}, options.workspace_bytes) {
     DSV4_CUDA_CHECK(cudaGetDevice(&device_));
     check_kernel_status(kernels::prepare_mixed_sparse_indices_launch(device_, &launch_config_));
-    launch_config_.forced = forced_shape;
+    launch_config_.forced = options.forced_shape;
+    launch_config_.programmatic_launch = options.programmatic_launch;
     device_errors_.reset(static_cast<unsigned long long*>(device_allocate(sizeof(unsigned long long))));
     void* pinned = nullptr;
     DSV4_CUDA_CHECK(cudaMallocHost(&pinned, sizeof(unsigned long long)));
@@ -91,7 +91,7 @@ bool cuda_device_present() {
 }
 
 std::unique_ptr<MixedSparseIndicesBuilder> make_cuda_builder(void* stream) {
-  return make_cuda_builder(stream, kDefaultWorkspaceBytes);
+  return make_cuda_builder(stream, CudaBuilderOptions{});
 }
 
 std::unique_ptr<MixedSparseIndicesBuilder> make_cuda_builder(void* stream, size_t workspace_bytes) {
@@ -100,7 +100,14 @@ std::unique_ptr<MixedSparseIndicesBuilder> make_cuda_builder(void* stream, size_
 
 std::unique_ptr<MixedSparseIndicesBuilder> make_cuda_builder(void* stream, size_t workspace_bytes,
                                                              kernels::LaunchShape forced_shape) {
-  return std::make_unique<CudaBuilder>(static_cast<cudaStream_t>(stream), workspace_bytes, forced_shape);
+  CudaBuilderOptions options;
+  options.workspace_bytes = workspace_bytes;
+  options.forced_shape = forced_shape;
+  return make_cuda_builder(stream, options);
+}
+
+std::unique_ptr<MixedSparseIndicesBuilder> make_cuda_builder(void* stream, const CudaBuilderOptions& options) {
+  return std::make_unique<CudaBuilder>(static_cast<cudaStream_t>(stream), options);
 }
 
 }  // namespace dsv4::opt

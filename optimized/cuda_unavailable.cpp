@@ -31,6 +31,11 @@ std::unique_ptr<MixedSparseIndicesBuilder> make_cuda_builder(void* /*stream*/,
   no_cuda("make_cuda_builder");
 }
 
+std::unique_ptr<MixedSparseIndicesBuilder> make_cuda_builder(void* /*stream*/,
+                                                             const CudaBuilderOptions& /*options*/) {
+  no_cuda("make_cuda_builder");
+}
+
 void require_device_memory() { no_cuda("CUDA backend memory"); }
 void* device_allocate(size_t /*bytes*/) { no_cuda("device_allocate"); }
 void device_release(void* /*p*/) noexcept {}

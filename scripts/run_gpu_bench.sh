@@ -4,8 +4,8 @@
 # Configures and builds Release with CUDA (sm_90), then runs kernel_bench, step_bench and
 # ttft_report, then the Triton peer on the same inputs (bench_inputs exports them into the
 # build folder, bench/peer/run_peer.py checks and times the peer), plots the TTFT gains and
-# summarises everything into OUTDIR (9 files: nvidia-smi.txt kernel_bench.json
-# step_bench.json ttft.json ttft.md ttft.png peer_kernel.json peer_step.json summary.md).
+# summarises everything into OUTDIR (10 files: nvidia-smi.txt kernel_bench.json
+# step_bench.json step_bench_no_pdl.json ttft.json ttft.md ttft.png peer_kernel.json peer_step.json summary.md).
 # Environment:
 #   DEPS       a folder holding usr/include and usr/lib/x86_64-linux-gnu/cmake or usr/share/cmake
 #              (headers/configs carried to the device: RapidCheck, nlohmann_json, CLI11 -> CLI11_DIR
@@ -118,6 +118,12 @@ gbench=(--backends="$backend" --benchmark_repetitions=3 --benchmark_display_aggr
 if [ "$peer" != only ]; then
   stage kernel_bench 100 "$bin/kernel_bench" "${gbench[@]}" --benchmark_out="$out/kernel_bench.json"
   stage step_bench 150 "$bin/step_bench" "${gbench[@]}" --benchmark_out="$out/step_bench.json"
+  # The cached steps again with plain launches: what programmatic dependent launch (the
+  # default) gains, same run.
+  if [ "$backend" = cuda ]; then
+    stage step_bench_no_pdl 60 "$bin/step_bench" "${gbench[@]}" --no_programmatic_launch \
+      --benchmark_filter=/cached --benchmark_out="$out/step_bench_no_pdl.json"
+  fi
   # Both stand-ins (busy-wait, streaming) x rest 100/500/2000 us x 3 reps: ~55 s of stand-in
   # time at the default prompts, the rest is staging; past 140 s no new step is staged and
   # the longest prompts are skipped for both stand-ins (ttft.md lists them, measure_seconds

@@ -46,6 +46,20 @@ TEST_P(BuilderTest, WideRowsMatchTheReference) {
   expect_random_builds(builder(), 4000, 24, wide);
 }
 
+// Decode-only steps (on CUDA the decode-chunk kernel, a CTA per row, when their rows fit a
+// CTA; the group kernel otherwise), and wide rows past one CTA's 1024 chunks.
+TEST_P(BuilderTest, DecodeOnlyBuildsMatchTheReference) {
+  harness::BuildLimits decodes;
+  decodes.decode_only = true;
+  decodes.max_requests = 40;
+  decodes.max_topk = 600;
+  expect_random_builds(builder(), 8000, 150, decodes);
+  harness::BuildLimits wide = decodes;  // rows up to 5128 columns
+  wide.max_requests = 4;
+  wide.max_topk = 5000;
+  expect_random_builds(builder(), 8300, 20, wide);
+}
+
 // Without corruption a random build has no content error (and still matches).
 TEST_P(BuilderTest, ValidContentCountsNoErrors) {
   harness::BuildLimits valid;

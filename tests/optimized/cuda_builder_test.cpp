@@ -1,10 +1,13 @@
-// What only the CUDA backend has: forced launch shapes, the legacy default stream, a workspace
-// that grows, refusal without a device. (Everything both backends do is in builder_test.cpp.)
+// What only the CUDA backend has: forced launch shapes (the group kernel's, the decode-chunk
+// kernel), programmatic launch on and off, the legacy default stream, a workspace that grows,
+// refusal without a device. (Everything both backends do is in builder_test.cpp.)
 // Suites start with "Cuda": CTest labels them `gpu`.
 #include <gtest/gtest.h>
 
+#include "bench/bench_cases.h"
 #include "harness/generators.h"
 #include "harness/hand_cases.h"
+#include "harness/step_factory.h"
 #include "kernels/mixed_sparse_indices_policy.h"
 #include "optimized/backend_buffer.h"
 #include "support/backend_test.h"
@@ -43,6 +46,55 @@ TEST(CudaBuilder, EveryLaunchShapeMatchesTheReference) {
     }
   }
   EXPECT_EQ(shapes, 6);
+}
+
+// The decode-chunk kernel forced on decode-only steps (and its rows past one CTA, and mixed
+// steps, where it does not apply and the group kernel runs).
+TEST(CudaBuilder, ForcedDecodeChunkKernelMatchesTheReference) {
+  if (!opt::cuda_device_present()) GTEST_SKIP() << "no CUDA device";
+  auto builder = opt::make_cuda_builder(nullptr, size_t{1} << 20, kernels::LaunchShape{0, 0, true});
+  harness::BuildLimits decodes;
+  decodes.decode_only = true;
+  decodes.max_requests = 40;
+  decodes.max_topk = 600;
+  harness::BuildLimits wide = decodes;
+  wide.max_requests = 4;
+  wide.max_topk = 5000;
+  for (uint64_t seed = 9000; seed < 9200; ++seed) {
+    const harness::BuildLimits& limits = seed % 10 == 9 ? harness::BuildLimits{} : seed % 10 == 8 ? wide : decodes;
+    const ref::BuilderInputs in = harness::draw(harness::gen_builder_inputs(limits), seed);
+    ASSERT_TRUE(builds_like_reference(*builder, in, harness::draw(harness::gen_request_layout(), seed)))
+        << "seed " << seed << ": " << harness::describe(in);
+  }
+}
+
+// Programmatic dependent launch on and off: every build of a step may begin while the one
+// before it finishes (each waits for its predecessor before reading), or launches plainly
+// (as kernel_bench times single builds); every layer equals the reference either way.
+TEST(CudaStep, ProgrammaticLaunchOnAndOffMatchTheReference) {
+  if (!opt::cuda_device_present()) GTEST_SKIP() << "no CUDA device";
+  harness::StepCase decodes;
+  decodes.step = harness::make_step(bench::bench_case("decode256_ctx32K").shape);
+  harness::StepCase mixed;
+  mixed.step = harness::make_step(bench::bench_case("decode32_prefill8K").shape);
+  for (bool programmatic : {true, false}) {
+    harness::DifferentialOptions options;
+    options.backends = {opt::Backend::kCuda};
+    options.make_builder = [programmatic](opt::Backend) {
+      opt::CudaBuilderOptions cuda;
+      cuda.programmatic_launch = programmatic;
+      return opt::make_cuda_builder(nullptr, cuda);
+    };
+    for (const ref::ModelSchedule& schedule : {ref::deepseek_v4_flash(), ref::deepseek_v4_pro()}) {
+      decodes.schedule = schedule;
+      decodes.c4a_per_layer = harness::make_c4a_indexer_outputs(decodes.step, schedule, 6);
+      EXPECT_TRUE(agrees(harness::differential_check(decodes, options))) << schedule.name << " " << programmatic;
+    }
+    mixed.schedule = ref::deepseek_v4_flash();
+    mixed.schedule.compress_ratios.resize(6);  // every kind and the cache hits of each
+    mixed.c4a_per_layer = harness::make_c4a_indexer_outputs(mixed.step, mixed.schedule, 7);
+    EXPECT_TRUE(agrees(harness::differential_check(mixed, options))) << "programmatic " << programmatic;
+  }
 }
 
 // The legacy default stream (nullptr) works too, and a workspace that starts tiny grows.

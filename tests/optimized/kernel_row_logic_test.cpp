@@ -145,6 +145,16 @@ TEST(LaunchShapePolicy, NarrowGroupsForManyRowsWiderForWideRowsAndForStepsThatCa
   EXPECT_EQ(grid_ctas(LaunchShape{256, 4}, 1), 1);
   EXPECT_EQ(grid_ctas(LaunchShape{256, 4}, 0), 0);
   EXPECT_EQ(grid_ctas(LaunchShape{8, 4}, INT32_MAX), (int64_t{INT32_MAX} + 31) / 32);
+  // Decode-only rows of up to 1024 chunks: a CTA per row, the chunks rounded up to warps.
+  EXPECT_TRUE(fits_decode_chunks(1));
+  EXPECT_TRUE(fits_decode_chunks(P::kDecodeRowMaxChunks));
+  EXPECT_FALSE(fits_decode_chunks(P::kDecodeRowMaxChunks + 1));
+  EXPECT_FALSE(fits_decode_chunks(0));
+  EXPECT_EQ(decode_chunk_shape(32), (LaunchShape{32, 1, true}));    // SWA-only, W = 128
+  EXPECT_EQ(decode_chunk_shape(160), (LaunchShape{160, 1, true}));  // C4A, Kd = 512
+  EXPECT_EQ(decode_chunk_shape(161), (LaunchShape{192, 1, true}));
+  EXPECT_EQ(decode_chunk_shape(1), (LaunchShape{32, 1, true}));
+  EXPECT_EQ(grid_ctas(decode_chunk_shape(160), 64), 64);
   EXPECT_TRUE(valid_group_threads(8));
   EXPECT_TRUE(valid_group_threads(256));
   EXPECT_FALSE(valid_group_threads(0));
