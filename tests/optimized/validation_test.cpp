@@ -85,7 +85,7 @@ TEST(Validation, ViewShapes) {
       {[](F& f) { f.request.prefill_topk.row_stride = 1; }, {"prefill_topk.row_stride = 1"}},
       {[](F& f) { f.request.prefill_topk.data = nullptr; }, {"prefill_topk.data is null"}},
       {[](F& f) { f.request.swa.num_rows = 1; }, {"swa.block_table", "1 rows", "R = 2"}},
-      {[](F& f) { f.request.compressed.num_rows = 3; }, {"compressed.block_table", "3 rows", "R = 2"}},
+      {[](F& f) { f.request.compressed.num_rows = 1; }, {"compressed.block_table", "1 rows", "R = 2"}},  // more rows: SPEC §7
       {[](F& f) { f.request.token_to_req = nullptr; }, {"token_to_req is null"}},
       {[](F& f) {
          f.request.num_decode_tokens = 5;
