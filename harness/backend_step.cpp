@@ -78,8 +78,15 @@ HostIndices download(opt::Backend backend, const opt::BuiltIndices& built) {
   HostIndices host;
   host.sparse_indices.resize(built.num_tokens, built.width);
   host.sparse_lens.resize(built.num_tokens);
-  opt::copy_to_host(backend, host.sparse_indices.data(), built.sparse_indices,
-                    static_cast<size_t>(host.sparse_indices.size()) * sizeof(int32_t));
+  if (built.row_stride == built.width) {
+    opt::copy_to_host(backend, host.sparse_indices.data(), built.sparse_indices,
+                      static_cast<size_t>(host.sparse_indices.size()) * sizeof(int32_t));
+  } else {  // caller-owned rows with a wider stride (SPEC §7): row by row
+    for (int32_t t = 0; t < built.num_tokens; ++t) {
+      opt::copy_to_host(backend, host.sparse_indices.row(t).data(), built.sparse_indices + t * built.row_stride,
+                        static_cast<size_t>(built.width) * sizeof(int32_t));
+    }
+  }
   opt::copy_to_host(backend, host.sparse_lens.data(), built.sparse_lens,
                     static_cast<size_t>(built.num_tokens) * sizeof(int32_t));
   return host;

@@ -29,13 +29,23 @@ opt::Int32Matrix BackendUploads::matrix(const ref::IndexMatrix& m, MatrixLayout 
   return view;
 }
 
-opt::PagedCacheView BackendUploads::cache(const ref::PagedCache& cache) {
+opt::PagedCacheView BackendUploads::cache(const ref::PagedCache& cache, int32_t row_padding) {
   opt::PagedCacheView view;
-  view.num_rows = static_cast<int32_t>(cache.block_table.rows());
-  view.blocks_per_row = static_cast<int32_t>(cache.block_table.cols());
+  const opt::Int32Matrix table = matrix(cache.block_table, MatrixLayout{row_padding, 0});
+  view.num_rows = table.rows;
+  view.blocks_per_row = table.cols;
+  view.row_stride = row_padding != 0 ? table.row_stride : 0;  // 0: dense, the default
   view.block_size = cache.block_size;
-  view.block_table = ints(cache.block_table.data(), cache.block_table.size());
+  view.block_span = cache.span();
+  view.base_offset = cache.base_offset;
+  view.block_table = table.data;
   return view;
+}
+
+int32_t* BackendUploads::scratch(size_t count, int32_t fill) {
+  const std::vector<int32_t> host(count + 1, fill);
+  buffers_.push_back(opt::BackendBuffer::upload(backend_, host));
+  return static_cast<int32_t*>(buffers_.back().data());
 }
 
 }  // namespace dsv4::harness

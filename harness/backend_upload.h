@@ -20,7 +20,10 @@ class BackendUploads {
   const uint8_t* bytes(const std::vector<uint8_t>& data);
   // Padding between rows and before the base hold -77, which no path may read.
   opt::Int32Matrix matrix(const ref::IndexMatrix& m, MatrixLayout layout = {});
-  opt::PagedCacheView cache(const ref::PagedCache& cache);
+  // The table's rows `row_padding` apart beyond its width (-77 in the gaps).
+  opt::PagedCacheView cache(const ref::PagedCache& cache, int32_t row_padding = 0);
+  // A buffer of `count` int32 filled with `fill`, for outputs and status words.
+  int32_t* scratch(size_t count, int32_t fill);
 
  private:
   opt::Backend backend_;

@@ -14,6 +14,17 @@ void describe_matrix(std::ostringstream& os, const std::string& name, const Matr
 
 RequestLayout same_layout(MatrixLayout every_matrix) { return {every_matrix, every_matrix, every_matrix}; }
 
+std::string describe(const RequestLayout& layout) {
+  std::ostringstream os;
+  describe_matrix(os, "decode_swa_indices", layout.decode_swa_indices);
+  describe_matrix(os, "decode_compressed", layout.decode_compressed);
+  describe_matrix(os, "prefill_topk", layout.prefill_topk);
+  if (layout.table_row_padding != 0) os << "; block-table row padding " << layout.table_row_padding;
+  if (layout.caller_output) os << "; caller-owned output, row padding " << layout.output_row_padding;
+  const std::string s = os.str();
+  return s.empty() ? "dense" : s.substr(2);
+}
+
 MatrixLayout layer_entry(const std::vector<MatrixLayout>& by_layer, int32_t layer) {
   return static_cast<size_t>(layer) < by_layer.size() ? by_layer[static_cast<size_t>(layer)] : MatrixLayout{};
 }

@@ -21,8 +21,16 @@ struct MatrixLayout {
 // The matrix inputs of one build request.
 struct RequestLayout {
   MatrixLayout decode_swa_indices, decode_compressed, prefill_topk;
+  // SPEC §7 persistent buffers: block-table rows padded (stride NB + table_row_padding, -77 in
+  // the gaps) and caller-owned outputs with rows output_row_padding (a multiple of 4) wider
+  // than W + P_cap.
+  int32_t table_row_padding = 0;
+  bool caller_output = false;
+  int32_t output_row_padding = 0;
 };
 RequestLayout same_layout(MatrixLayout every_matrix);
+// "dense" or what the layout changes.
+std::string describe(const RequestLayout& layout);
 
 // A whole step staged for the per-layer entry point (harness::BackendStep).
 struct StepLayout {

@@ -217,7 +217,8 @@ int64_t build_as_groups(const MixedSparseIndicesArgs& a, int32_t group_threads, 
   int32_t* lens = static_cast<int32_t*>(allocate_host((static_cast<size_t>(T) + 1) * sizeof(int32_t)));
   for (size_t i = 0; i < count; ++i) indices[i] = 0x5a5a5a5a;
   for (int32_t t = 0; t < T; ++t) lens[t] = 0x5a5a5a5a;
-  MixedSparseIndicesArgs a = make_mixed_sparse_indices_args(staged.request(), indices, lens, nullptr);
+  MixedSparseIndicesArgs a =
+      make_mixed_sparse_indices_args(staged.request(), BuiltIndices{indices, lens, T, width, width}, nullptr);
   if (a.row_width != width) return ::testing::AssertionFailure() << "row_width " << a.row_width;
   if (a.vector_path && in.window % 4 != 0) {
     return ::testing::AssertionFailure() << "vector_path for W = " << in.window;
@@ -225,9 +226,12 @@ int64_t build_as_groups(const MixedSparseIndicesArgs& a, int32_t group_threads, 
   if (a.vector_path != (in.window % 4 == 0 && all_input_rows_16_byte_aligned(staged.request()))) {
     return ::testing::AssertionFailure() << "vector_path " << a.vector_path << " for W = " << in.window;
   }
-  const auto pow2 = [](int32_t b) { return b > 0 && (b & (b - 1)) == 0; };
-  const bool want_pow2 =
-      pow2(in.swa.block_size) && (!in.compressed.has_value() || pow2(in.compressed->block_size));
+  // The 32-bit fast path: power-of-two blocks without span or offset (SPEC §7).
+  const auto fast = [](const ref::PagedCache& c) {
+    return c.block_size > 0 && (c.block_size & (c.block_size - 1)) == 0 && c.span() == c.block_size &&
+           c.base_offset == 0;
+  };
+  const bool want_pow2 = fast(in.swa) && (!in.compressed.has_value() || fast(*in.compressed));
   if (a.power_of_two_blocks != want_pow2) {
     return ::testing::AssertionFailure() << "power_of_two_blocks " << a.power_of_two_blocks;
   }

@@ -72,7 +72,7 @@ inline ::testing::AssertionResult builds_as(opt::MixedSparseIndicesBuilder& buil
   builder.release_outputs();
   (void)builder.take_content_errors();
   const opt::BuiltIndices first = builder.build(staged.request());
-  fill_bytes(backend, first.sparse_indices, static_cast<size_t>(first.num_tokens) * first.width * 4, 0x5a);
+  fill_bytes(backend, first.sparse_indices, static_cast<size_t>(first.num_tokens) * first.row_stride * 4, 0x5a);
   fill_bytes(backend, first.sparse_lens, static_cast<size_t>(first.num_tokens) * 4, 0xa5);
   (void)builder.take_content_errors();
   builder.release_outputs();
@@ -94,6 +94,46 @@ inline ::testing::AssertionResult builds_like_reference(opt::MixedSparseIndicesB
                                                         const ref::BuilderInputs& in,
                                                         const harness::RequestLayout& layout = {}) {
   return builds_as(builder, in, ref::build_mixed_sparse_indices(in), layout);
+}
+
+// SPEC §7 run-time sizes: stages `in` (its buffers capacities) with `sizes`, builds twice (the
+// output poisoned in between) and compares the output, the content errors and the status
+// word with the reference's checked build.
+inline ::testing::AssertionResult checked_build_like_reference(opt::MixedSparseIndicesBuilder& builder,
+                                                               const ref::BuilderInputs& in,
+                                                               const ref::RunTimeSizes& sizes,
+                                                               const harness::RequestLayout& layout = {}) {
+  const opt::Backend backend = builder.backend();
+  const ref::CheckedBuild expected = ref::build_mixed_sparse_indices(in, sizes);
+  harness::StagedRequest staged(backend, in, layout, sizes);
+  opt::validate_request_shape(staged.request());
+  builder.release_outputs();
+  (void)builder.take_content_errors();
+  const opt::BuiltIndices first = builder.build(staged.request());
+  fill_bytes(backend, first.sparse_indices, static_cast<size_t>(first.num_tokens) * first.row_stride * 4, 0x5a);
+  fill_bytes(backend, first.sparse_lens, static_cast<size_t>(first.num_tokens) * 4, 0xa5);
+  (void)builder.take_content_errors();
+  builder.release_outputs();
+  const opt::BuiltIndices built = builder.build(staged.request());
+  const int64_t errors = builder.take_content_errors();
+  const harness::HostIndices got = harness::download(backend, built);
+  builder.release_outputs();
+  harness::Mismatch where;
+  where.backend = opt::backend_name(backend);
+  where.window = in.window;
+  ::testing::AssertionResult same = no_mismatch(harness::compare_build(expected.output, got, errors, sizes.num_decode_tokens, where));
+  if (!same) return same;
+  const opt::MetadataStatus status = staged.status();
+  const ref::MetadataStatus& want = expected.status;
+  if (status.check != static_cast<int32_t>(want.check) || status.row != want.row || status.value != want.value ||
+      status.failures != static_cast<uint32_t>(want.failures) ||
+      status.field != static_cast<int32_t>(kernels::metadata_field(static_cast<kernels::MetadataCheck>(status.check)))) {
+    return ::testing::AssertionFailure() << "[" << opt::backend_name(backend) << "] status: check " << status.check
+                                         << " field " << status.field << " row " << status.row << " value "
+                                         << status.value << " failures " << status.failures << "; reference "
+                                         << ref::describe(want);
+  }
+  return ::testing::AssertionSuccess();
 }
 
 }  // namespace dsv4::testing
