@@ -172,7 +172,7 @@ struct MixedSparseIndicesArgs {
   BlockTableView compressed;  // the SWA table when the request gives none
 
   int32_t* sparse_indices;              // num_rows x row_width, row t at t * output_stride
-  int64_t output_stride;                // >= row_width
+  int32_t output_stride;                // >= row_width (int32 like row_width: same address math)
   int32_t* sparse_lens;                 // num_rows
   unsigned long long* content_errors;   // device counter (CUDA kernels); unused on the host
 

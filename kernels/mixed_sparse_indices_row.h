@@ -97,28 +97,9 @@ DSV4_HD DSV4_INLINE RowStart start_row(const MixedSparseIndicesArgs& a, int32_t 
   return s;
 }
 
-template <bool kChecked = false>
-DSV4_HD DSV4_INLINE RowPlan plan_row(const MixedSparseIndicesArgs& a, const RowStart& s) {
-  RowPlan p{};
-  p.request_in_range = static_cast<uint32_t>(s.request) < static_cast<uint32_t>(a.num_requests);
-  if (!p.request_in_range) return p;
-  p.swa_table = a.swa.row(s.request);
-  p.compressed_table = a.compressed.row(s.request);
-  int32_t begin = 0, end = 0, seq_len = 0;
-  if (kChecked || !s.decode) {  // a decode row needs its request's metadata only to check it
-    begin = load_input(a.query_start_loc + s.request);
-    end = load_input(a.query_start_loc + s.request + 1);
-    seq_len = load_input(a.seq_lens + s.request);
-  }
-  if constexpr (kChecked) {
-    p.request_in_range = row_metadata_valid(a, s.token, s.decode, begin, end, seq_len, s.decode_length_input);
-    if (!p.request_in_range) return p;
-  }
-  if (s.decode) {
-    p.translate_compressed = a.decode_local;
-    p.compressed_count = a.decode_width;
-    return p;
-  }
+// What a prefill row's columns share, from its request's query range and seq_len.
+DSV4_HD DSV4_INLINE void plan_prefill(const MixedSparseIndicesArgs& a, const RowStart& s, int32_t begin, int32_t end,
+                                      int32_t seq_len, RowPlan& p) {
   p.translate_compressed = true;
   // pos(t) = seq_lens[r] - query length + offset in the request (SPEC §2).
   const int32_t position = seq_len - (end - begin) + (s.token - begin);
@@ -126,6 +107,36 @@ DSV4_HD DSV4_INLINE RowPlan plan_row(const MixedSparseIndicesArgs& a, const RowS
   p.swa_start = position - p.swa_len + 1;
   p.topk_len = min_i32((position + 1) / a.ratio, a.topk);
   p.compressed_count = min_i32(p.topk_len, a.prefill_width);
+}
+
+template <bool kChecked = false>
+DSV4_HD DSV4_INLINE RowPlan plan_row(const MixedSparseIndicesArgs& a, const RowStart& s) {
+  RowPlan p{};
+  p.request_in_range = static_cast<uint32_t>(s.request) < static_cast<uint32_t>(a.num_requests);
+  if (!p.request_in_range) return p;
+  p.swa_table = a.swa.row(s.request);
+  p.compressed_table = a.compressed.row(s.request);
+  if constexpr (kChecked) {  // every row's request metadata is read, to check it
+    const int32_t begin = load_input(a.query_start_loc + s.request);
+    const int32_t end = load_input(a.query_start_loc + s.request + 1);
+    const int32_t seq_len = load_input(a.seq_lens + s.request);
+    p.request_in_range = row_metadata_valid(a, s.token, s.decode, begin, end, seq_len, s.decode_length_input);
+    if (!p.request_in_range) return p;
+    if (!s.decode) {
+      plan_prefill(a, s, begin, end, seq_len, p);
+      return p;
+    }
+  }
+  if (s.decode) {
+    p.translate_compressed = a.decode_local;
+    p.compressed_count = a.decode_width;
+    return p;
+  }
+  if constexpr (!kChecked) {
+    const int32_t begin = load_input(a.query_start_loc + s.request);
+    const int32_t end = load_input(a.query_start_loc + s.request + 1);
+    plan_prefill(a, s, begin, end, load_input(a.seq_lens + s.request), p);
+  }
   return p;
 }
 

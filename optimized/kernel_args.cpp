@@ -57,7 +57,7 @@ kernels::MixedSparseIndicesArgs make_mixed_sparse_indices_args(const BuildReques
   a.power_of_two_blocks = a.swa.power_of_two && a.compressed.power_of_two;
 
   a.sparse_indices = sparse_indices;
-  a.output_stride = out.row_stride;
+  a.output_stride = static_cast<int32_t>(out.row_stride);  // validated to fit int32
   a.sparse_lens = out.sparse_lens;
   a.content_errors = content_errors;
 

@@ -78,7 +78,7 @@ void check_engine_fields(const BuildRequest& r) {
     if (reinterpret_cast<uintptr_t>(out.sparse_indices) % 16 != 0) {
       reject("output.sparse_indices is not 16-byte aligned");
     }
-    if (out.row_stride < output_width(r) || out.row_stride % 4 != 0) {
+    if (out.row_stride < output_width(r) || out.row_stride % 4 != 0 || out.row_stride > INT32_MAX) {
       reject("output.row_stride = ", out.row_stride, " must be a multiple of 4 and >= W + P_cap = ", output_width(r));
     }
     if (out.sparse_lens == nullptr && output_rows(r) > 0) reject("output.sparse_lens is null");
