@@ -85,14 +85,6 @@ ref::ModelSchedule single_layer_schedule(const ref::ModelSchedule& model, ref::L
   return s;
 }
 
-int64_t expected_builder_calls(const ref::ModelSchedule& schedule, bool cached) {
-  if (!cached) return schedule.num_layers();
-  int64_t calls = schedule.count(ref::LayerKind::kC4A);
-  if (schedule.count(ref::LayerKind::kSwaOnly) > 0) ++calls;
-  if (schedule.count(ref::LayerKind::kC128A) > 0) ++calls;
-  return calls;
-}
-
 HostStep make_host_step(const harness::StepShape& shape, const ref::ModelSchedule& schedule) {
   HostStep host;
   host.step = harness::make_step(shape);

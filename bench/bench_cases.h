@@ -1,5 +1,6 @@
-// The step shapes, models and layer kinds every benchmark program sweeps, and the staging of
-// one step in a backend (shared by kernel_bench, step_bench and ttft_report).
+// The step shapes, models and layer kinds every benchmark program sweeps (and the step tests
+// check on every backend), and the staging of one step in a backend (shared by kernel_bench,
+// step_bench, ttft_report and bench_inputs).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -35,10 +36,6 @@ std::vector<ref::LayerKind> kinds_present(const ref::ModelSchedule& schedule);
 int32_t ratio_of(ref::LayerKind kind);
 // A one-layer schedule of `kind` with `model`'s window and top-k: what kernel_bench builds.
 ref::ModelSchedule single_layer_schedule(const ref::ModelSchedule& model, ref::LayerKind kind);
-
-// Builder calls one step of `schedule` makes: one per layer uncached; cached, one per C4A
-// layer plus one per cacheable kind present (SPEC §5: Flash 43 -> 23, Pro 61 -> 31).
-int64_t expected_builder_calls(const ref::ModelSchedule& schedule, bool cached);
 
 // The host side of a benchmark step: the step of `shape` and one C4A indexer output per layer
 // of `schedule`. The C4A outputs are generated once (make_c4a_indexer_outputs for one C4A

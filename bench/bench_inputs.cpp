@@ -30,6 +30,7 @@
 #include "bench/bench_cases.h"
 #include "bench/bench_common.h"
 #include "bench/build_bytes.h"
+#include "harness/counting_builder.h"
 #include "harness/npy.h"
 
 namespace dsv4::bench {
@@ -195,8 +196,8 @@ int export_steps(const fs::path& out, const std::regex& filter) {
                          {"description", describe(c.shape)},
                          {"compress_ratios", schedule.compress_ratios},
                          {"kinds", kinds},
-                         {"builds_uncached", expected_builder_calls(schedule, false)},
-                         {"builds_cached", expected_builder_calls(schedule, true)},
+                         {"builds_uncached", harness::expected_builder_calls(schedule, false)},
+                         {"builds_cached", harness::expected_builder_calls(schedule, true)},
                          {"commit", build_commit()}};
       std::ofstream(dir / "step.json") << step.dump(2) << "\n";
       ++written;

@@ -36,10 +36,10 @@
 #include <string>
 
 #include "bench/bench_cases.h"
-#include "bench/bench_common.h"
-#include "bench/keep.h"
+#include "bench/bench_main.h"
 #include "bench/build_bytes.h"
-#include "bench/gpu_timing.h"
+#include "bench/keep.h"
+#include "harness/compare_build.h"
 #include "kernels/mixed_sparse_indices_policy.h"
 #include "optimized/cuda_builder.h"
 #include "optimized/step_indexer.h"
@@ -85,29 +85,21 @@ struct StagedLayer {
   std::set<std::string> verified;  // config keys whose build matched the reference
 };
 
-// Process-wide state, torn down in order (device buffers before the stream) by main().
+// Process-wide state besides bench_device(), torn down before it by the shared main().
 struct Run {
-  GpuInfo gpu;
-  std::unique_ptr<GpuStream> stream;
-  std::unique_ptr<L2Flusher> flusher;
   CopyBandwidth copy;
   std::map<std::string, std::unique_ptr<opt::MixedSparseIndicesBuilder>> builders;  // by backend + shape
   StagedLayer staged;  // the most recent config only
   bool warm_l2 = false;  // --warm_l2: no flush before a timed build (a diagnostic: cold vs warm)
+  bool shape_sweep = false;  // --shape_sweep: every compiled launch shape on the target cases
   void tear_down() {
     staged = StagedLayer{};
     builders.clear();
-    flusher.reset();
-    stream.reset();
   }
 };
 Run& run() {
   static Run r;
   return r;
-}
-
-void* cuda_stream(opt::Backend backend) {
-  return backend == opt::Backend::kCuda ? run().stream->get() : nullptr;
 }
 
 opt::MixedSparseIndicesBuilder& builder(opt::Backend backend, kernels::LaunchShape shape = {}) {
@@ -127,30 +119,6 @@ opt::MixedSparseIndicesBuilder& builder(opt::Backend backend, kernels::LaunchSha
 }
 opt::MixedSparseIndicesBuilder& builder(const KernelConfig& cfg) { return builder(cfg.backend, cfg.shape); }
 
-std::string first_mismatch(const ref::BuilderOutput& want, const harness::HostIndices& got) {
-  if (want.sparse_indices.rows() != got.sparse_indices.rows() ||
-      want.sparse_indices.cols() != got.sparse_indices.cols()) {
-    std::ostringstream os;
-    os << "shape " << got.sparse_indices.rows() << "x" << got.sparse_indices.cols()
-       << " != reference " << want.sparse_indices.rows() << "x" << want.sparse_indices.cols();
-    return os.str();
-  }
-  for (Eigen::Index t = 0; t < want.sparse_indices.rows(); ++t) {
-    if (want.sparse_lens(t) != got.sparse_lens(t)) {
-      return "sparse_lens[" + std::to_string(t) + "] = " + std::to_string(got.sparse_lens(t)) +
-             ", reference " + std::to_string(want.sparse_lens(t));
-    }
-    for (Eigen::Index c = 0; c < want.sparse_indices.cols(); ++c) {
-      if (want.sparse_indices(t, c) != got.sparse_indices(t, c)) {
-        return "sparse_indices[" + std::to_string(t) + "][" + std::to_string(c) + "] = " +
-               std::to_string(got.sparse_indices(t, c)) + ", reference " +
-               std::to_string(want.sparse_indices(t, c));
-      }
-    }
-  }
-  return "";
-}
-
 // Builds once with cfg's builder and compares with the reference (once per config key).
 void verify(const KernelConfig& cfg, StagedLayer& s) {
   if (!s.error.empty() || s.verified.count(cfg.key()) > 0) return;
@@ -161,12 +129,12 @@ void verify(const KernelConfig& cfg, StagedLayer& s) {
     const harness::HostIndices got = harness::download(cfg.backend, built);
     const int64_t errors = b.take_content_errors();
     b.release_outputs();
-    s.error = first_mismatch(s.want, got);
-    if (s.error.empty() && errors != s.want.content_errors) {
-      s.error = "content errors " + std::to_string(errors) + ", reference " +
-                std::to_string(s.want.content_errors);
-    }
-    if (!s.error.empty()) s.error = cfg.key() + " disagrees with the reference: " + s.error;
+    harness::Mismatch where;
+    where.backend = timing_prefix(cfg.backend);
+    where.window = s.request.window;
+    const std::vector<harness::Mismatch> found =
+        harness::compare_build(s.want, got, errors, s.request.num_decode_tokens, where);
+    if (!found.empty()) s.error = cfg.key() + " disagrees with the reference: " + harness::format_mismatch(found[0]);
   } catch (const std::exception& e) {
     s.error = cfg.key() + ": build failed: " + e.what();
     try {
@@ -248,7 +216,7 @@ void BM_kernel(benchmark::State& state, KernelConfig cfg) {
   for (auto _ : state) {
     try {
       if (cuda) {
-        if (!run().warm_l2) run().flusher->flush(stream);
+        if (!run().warm_l2) bench_device().flusher->flush(stream);
         gpu_busy_wait_ns(stream, kHeadStartNs);
         timer->start(stream);
       }
@@ -303,7 +271,7 @@ void BM_launch_floor(benchmark::State& state, Floor floor, int hops) {
                            : floor == Floor::kEmptyArgs ? "cuda/launch_floor/empty_kernel_args"
                                                         : "cuda/launch_floor/dependent_reads_" +
                                                               std::to_string(hops);
-  void* stream = run().stream->get();
+  void* stream = bench_device().stream->get();
   const LaunchFloorArgs args{};
   std::unique_ptr<DependentReadChain> chain;
   auto launch = [&] {
@@ -320,9 +288,9 @@ void BM_launch_floor(benchmark::State& state, Floor floor, int hops) {
     EventTimer timer;
     // Warm-up: module load and first-launch costs stay out of the numbers.
     launch();
-    run().stream->synchronize();
+    bench_device().stream->synchronize();
     for (auto _ : state) {
-      run().flusher->flush(stream);
+      bench_device().flusher->flush(stream);
       gpu_busy_wait_ns(stream, kHeadStartNs);
       timer.start(stream);
       const double t0 = now_us();
@@ -361,7 +329,7 @@ void BM_copy_bw(benchmark::State& state) {
   int64_t n = 0;
   for (auto _ : state) {
     try {
-      const CopyBandwidth c = measure_copy_bandwidth(bytes, 1, run().stream->get());
+      const CopyBandwidth c = measure_copy_bandwidth(bytes, 1, bench_device().stream->get());
       state.SetIterationTime(c.median_us * 1e-6);
       total_us += c.median_us;
       ++n;
@@ -515,52 +483,41 @@ void register_benchmarks(const BackendChoice& backends) {
 }
 
 }  // namespace
-}  // namespace dsv4::bench
 
-int main(int argc, char** argv) {
-  using namespace dsv4::bench;
-  try {
-    const BackendChoice backends = parse_backends(&argc, argv);
-    const bool shape_sweep = take_flag(&argc, argv, "--shape_sweep");
-    run().warm_l2 = take_flag(&argc, argv, "--warm_l2");
-    benchmark::Initialize(&argc, argv);
-    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+BenchProgram bench_program() {
+  BenchProgram p;
+  p.name = "kernel_bench";
+  p.take_flags = [](int* argc, char** argv) {
+    run().shape_sweep = take_flag(argc, argv, "--shape_sweep");
+    run().warm_l2 = take_flag(argc, argv, "--warm_l2");
+  };
+  p.start = [](const BackendChoice& backends) {
     Run& r = run();
-    r.gpu = gpu_info();
-    const std::string device = device_line(r.gpu, backends.cuda);
-    std::printf("kernel_bench: %s\n", device.c_str());
     if (backends.host && backends.cuda) std::printf("kernel_bench: cpu/ benchmarks are CPU timings\n");
     if (!backends.cuda) {
       std::printf("kernel_bench: launch_floor benchmarks need the CUDA backend: not registered\n");
     }
-    benchmark::AddCustomContext("dsv4_device", device);
-    benchmark::AddCustomContext("dsv4_commit", build_commit());
     if (r.warm_l2) {
       std::printf("kernel_bench: --warm_l2: builds are timed WITHOUT an L2 flush (diagnostic only)\n");
       benchmark::AddCustomContext("dsv4_warm_l2", "true");
     }
     if (backends.cuda) {
-      r.stream = std::make_unique<GpuStream>();
-      r.flusher = std::make_unique<L2Flusher>();
-      r.copy = measure_copy_bandwidth(size_t{1} << 30, 9, r.stream->get());
+      const L2Flusher& flusher = *bench_device().flusher;
+      r.copy = measure_copy_bandwidth(size_t{1} << 30, 9, bench_device().stream->get());
       std::printf("kernel_bench: D2D copy bandwidth (1 GiB, read+write, median of %zu) = %.1f GB/s "
                   "(min %.1f, max %.1f); L2 flush writes %zu MiB\n",
                   r.copy.samples_us.size(), r.copy.median_gbps, r.copy.min_gbps, r.copy.max_gbps,
-                  r.flusher->bytes() >> 20);
-      benchmark::AddCustomContext("dsv4_gpu", r.gpu.name);
+                  flusher.bytes() >> 20);
       benchmark::AddCustomContext("dsv4_copy_bw_GBps", std::to_string(r.copy.median_gbps));
-      benchmark::AddCustomContext("dsv4_l2_flush_bytes", std::to_string(r.flusher->bytes()));
+      benchmark::AddCustomContext("dsv4_l2_flush_bytes", std::to_string(flusher.bytes()));
     }
-    std::fflush(stdout);
+  };
+  p.register_benchmarks = [](const BackendChoice& backends) {
     register_benchmarks(backends);
-    if (shape_sweep && backends.cuda) register_shape_sweep();
-    benchmark::RunSpecifiedBenchmarks();
-    benchmark::Shutdown();
-    r.tear_down();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "kernel_bench: error: %s\n", e.what());
-    run().tear_down();  // device memory before the stream, while CUDA is still up
-    return 1;
-  }
-  return 0;
+    if (run().shape_sweep && backends.cuda) register_shape_sweep();
+  };
+  p.tear_down = [] { run().tear_down(); };
+  return p;
 }
+
+}  // namespace dsv4::bench

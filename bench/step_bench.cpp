@@ -26,9 +26,9 @@
 #include <string>
 
 #include "bench/bench_cases.h"
-#include "bench/bench_common.h"
+#include "bench/bench_main.h"
 #include "bench/keep.h"
-#include "bench/gpu_timing.h"
+#include "harness/counting_builder.h"
 #include "optimized/cuda_builder.h"
 #include "optimized/step_indexer.h"
 
@@ -37,11 +37,13 @@ namespace {
 
 constexpr int kCudaIterations = 40;
 
-// Target per cached prefill-8K step (issue 3): Flash 250 us, Pro 400 us, judged both on
-// device + host (sum) and on the end-to-end wall time.
+// Target per cached prefill-8K step (issue 3), judged both on device + host (sum) and on the
+// end-to-end wall time. (bench/summarize.py reads them from the JSON's target_us counters.)
+constexpr const char* kTargetCase = "prefill8K";
+constexpr double kFlashTargetUs = 250.0, kProTargetUs = 400.0;
 double target_us(const std::string& model, const std::string& case_name, bool cached) {
-  if (!cached || case_name != "prefill8K") return 0;
-  return model == "flash" ? 250.0 : model == "pro" ? 400.0 : 0.0;
+  if (!cached || case_name != kTargetCase) return 0;
+  return model == "flash" ? kFlashTargetUs : model == "pro" ? kProTargetUs : 0.0;
 }
 
 struct StepConfig {
@@ -58,10 +60,8 @@ struct StepConfig {
   }
 };
 
+// Process-wide state besides bench_device(), torn down before it by the shared main().
 struct Run {
-  GpuInfo gpu;
-  std::unique_ptr<GpuStream> stream;
-  std::unique_ptr<L2Flusher> flusher;
   std::map<opt::Backend, std::unique_ptr<opt::MixedSparseIndicesBuilder>> builders;
   std::string staged_key;
   std::unique_ptr<StagedStep> staged;  // the most recent (backend, model, case) only
@@ -70,17 +70,11 @@ struct Run {
   void tear_down() {
     staged.reset();
     builders.clear();
-    flusher.reset();
-    stream.reset();
   }
 };
 Run& run() {
   static Run r;
   return r;
-}
-
-void* cuda_stream(opt::Backend backend) {
-  return backend == opt::Backend::kCuda ? run().stream->get() : nullptr;
 }
 
 opt::MixedSparseIndicesBuilder& builder(opt::Backend backend) {
@@ -146,7 +140,7 @@ StepTiming run_step(const StepConfig& cfg, const StagedStep& s, double head_star
   opt::MixedSparseIndicesBuilder& b = builder(cfg.backend);
   void* stream = cuda_stream(cfg.backend);
   if (timer != nullptr) {
-    run().flusher->flush(stream);
+    bench_device().flusher->flush(stream);
     gpu_busy_wait_ns(stream, static_cast<int64_t>(head_start_us * 1000.0));
     timer->start(stream);
   }
@@ -169,8 +163,8 @@ StepTiming run_step(const StepConfig& cfg, const StagedStep& s, double head_star
 StepTiming run_step_wall(const StepConfig& cfg, const StagedStep& s, CompletionEvent* done) {
   opt::MixedSparseIndicesBuilder& b = builder(cfg.backend);
   void* stream = cuda_stream(cfg.backend);
-  run().flusher->flush(stream);
-  run().stream->synchronize();
+  bench_device().flusher->flush(stream);
+  bench_device().stream->synchronize();
   StepTiming out;
   const double t0 = now_us();
   opt::StepIndexer indexer(b, s.staged->inputs(), opt::CacheOptions{cfg.cached, false});
@@ -189,7 +183,7 @@ void BM_step(benchmark::State& state, StepConfig cfg) {
     return;
   }
   const bool cuda = cfg.backend == opt::Backend::kCuda;
-  const int64_t expected_calls = expected_builder_calls(s->schedule, cfg.cached);
+  const int64_t expected_calls = harness::expected_builder_calls(s->schedule, cfg.cached);
   double device_total = 0, host_total = 0, wall_total = 0, head_start_us = 1000;
   int64_t n = 0, host_late = 0;
   // A wrong count or a content error in either run skips the benchmark; true when all is well.
@@ -276,40 +270,24 @@ void register_benchmarks(const BackendChoice& backends) {
 }
 
 }  // namespace
-}  // namespace dsv4::bench
 
-int main(int argc, char** argv) {
-  using namespace dsv4::bench;
-  try {
-    const BackendChoice backends = parse_backends(&argc, argv);
-    // Builds launched without programmatic dependent launch (CUDA; the default launches a
-    // step's builds so that each overlaps the tail of the one before): the comparison.
-    run().programmatic_launch = !take_flag(&argc, argv, "--no_programmatic_launch");
-    benchmark::Initialize(&argc, argv);
-    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
-    Run& r = run();
-    r.gpu = gpu_info();
-    const std::string device = device_line(r.gpu, backends.cuda);
-    std::printf("step_bench: %s\n", device.c_str());
-    std::printf("step_bench: targets (H200): Flash prefill 8K cached <= 250 us, Pro <= 400 us, "
-                "judged on device+host (sum) and on the end-to-end wall time\n");
-    std::fflush(stdout);
-    benchmark::AddCustomContext("dsv4_device", device);
-    benchmark::AddCustomContext("dsv4_commit", build_commit());
+BenchProgram bench_program() {
+  BenchProgram p;
+  p.name = "step_bench";
+  // Builds launched without programmatic dependent launch (CUDA; the default launches a
+  // step's builds so that each overlaps the tail of the one before): the comparison.
+  p.take_flags = [](int* argc, char** argv) {
+    run().programmatic_launch = !take_flag(argc, argv, "--no_programmatic_launch");
+  };
+  p.start = [](const BackendChoice&) {
+    std::printf("step_bench: targets (H200): Flash %s cached <= %.0f us, Pro <= %.0f us, "
+                "judged on device+host (sum) and on the end-to-end wall time\n",
+                kTargetCase, kFlashTargetUs, kProTargetUs);
     benchmark::AddCustomContext("dsv4_programmatic_launch", run().programmatic_launch ? "on" : "off");
-    if (backends.cuda) {
-      r.stream = std::make_unique<GpuStream>();
-      r.flusher = std::make_unique<L2Flusher>();
-      benchmark::AddCustomContext("dsv4_gpu", r.gpu.name);
-    }
-    register_benchmarks(backends);
-    benchmark::RunSpecifiedBenchmarks();
-    benchmark::Shutdown();
-    r.tear_down();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "step_bench: error: %s\n", e.what());
-    run().tear_down();  // device memory before the stream, while CUDA is still up
-    return 1;
-  }
-  return 0;
+  };
+  p.register_benchmarks = register_benchmarks;
+  p.tear_down = [] { run().tear_down(); };
+  return p;
 }
+
+}  // namespace dsv4::bench

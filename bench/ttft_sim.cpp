@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "bench/bench_cases.h"
+#include "harness/counting_builder.h"
 #include "bench/bench_common.h"
 #include "optimized/step_indexer.h"
 
@@ -344,8 +345,8 @@ std::vector<StepTimes> measure_step(const TtftConfig& config, const ref::ModelSc
       stage_step(config.backend, shape, schedule, /*keep_host=*/false);
   const double measure_start = now_us();
   for (bool cached : {false, true}) run_step(builder, *staged, cached, {}, rest, timer, stream);
-  const int64_t calls_uncached = expected_builder_calls(schedule, false);
-  const int64_t calls_cached = expected_builder_calls(schedule, true);
+  const int64_t calls_uncached = harness::expected_builder_calls(schedule, false);
+  const int64_t calls_cached = harness::expected_builder_calls(schedule, true);
   const std::vector<RestSetting> settings = rest_settings(config);
   std::vector<StepTimes> times(settings.size());
   for (size_t i = 0; i < times.size(); ++i) {
@@ -444,8 +445,8 @@ TtftRun simulate_ttft(const TtftConfig& config, const RestOfLayer& rest, void* s
           res.stand_in = settings[i].stand_in;
           res.steps = static_cast<int32_t>(steps.size());
           res.layers = schedule.num_layers();
-          res.builder_calls_uncached = expected_builder_calls(schedule, false) * res.steps;
-          res.builder_calls_cached = expected_builder_calls(schedule, true) * res.steps;
+          res.builder_calls_uncached = harness::expected_builder_calls(schedule, false) * res.steps;
+          res.builder_calls_cached = harness::expected_builder_calls(schedule, true) * res.steps;
           res.uncached_us.assign(reps, 0);
           res.cached_us = res.uncached_wall_us = res.cached_wall_us = res.uncached_us;
           for (const ChunkStep& c : steps) {

@@ -14,7 +14,7 @@ std::vector<T> to_vector(const Eigen::Matrix<T, Eigen::Dynamic, 1>& v) {
 
 BackendStep::BackendStep(opt::Backend backend, const ref::Step& step,
                          const ref::ModelSchedule& schedule,
-                         const std::vector<ref::C4aIndexerOutput>& c4a_per_layer)
+                         const std::vector<ref::C4aIndexerOutput>& c4a_per_layer, const StepLayout& layout)
     : backend_(backend), uploads_(backend) {
   const int32_t num_decode = step.num_decode_tokens;
   host_query_start_loc_ = to_vector(step.query_start_loc);
@@ -28,19 +28,23 @@ BackendStep::BackendStep(opt::Backend backend, const ref::Step& step,
   inputs_.query_start_loc = uploads_.ints(host_query_start_loc_.data(), step.query_start_loc.size());
   inputs_.seq_lens = uploads_.ints(host_seq_lens_.data(), step.seq_lens.size());
   inputs_.token_to_req = uploads_.ints(host_token_to_req_.data(), step.token_to_req.size());
-  std::vector<uint8_t> decode_valid = step.decode_valid;
-  if (decode_valid.empty()) decode_valid.assign(static_cast<size_t>(num_decode), 1);
-  inputs_.decode_valid = uploads_.bytes(decode_valid);
+  if (!layout.drop_decode_valid) {
+    std::vector<uint8_t> decode_valid = step.decode_valid;
+    if (decode_valid.empty()) decode_valid.assign(static_cast<size_t>(num_decode), 1);
+    inputs_.decode_valid = uploads_.bytes(decode_valid);
+  }
   inputs_.swa = uploads_.cache(step.swa);
-  inputs_.c4a = uploads_.cache(step.c4a);
-  inputs_.c128a = uploads_.cache(step.c128a);
-  inputs_.decode_swa_indices = uploads_.matrix(ref::decode_swa_indices(step, schedule.window));
+  if (!layout.drop_c4a_table) inputs_.c4a = uploads_.cache(step.c4a);  // else: none, the SWA table
+  if (!layout.drop_c128a_table) inputs_.c128a = uploads_.cache(step.c128a);
+  inputs_.decode_swa_indices =
+      uploads_.matrix(ref::decode_swa_indices(step, schedule.window), layout.decode_swa_indices);
 
   const ref::C128aMetadata c128a = ref::c128a_metadata(step);
   inputs_.c128a_topk = c128a.effective_width;
-  inputs_.c128a_decode_global = uploads_.matrix(c128a.decode_global);
-  inputs_.c128a_decode_lens = uploads_.ints(c128a.decode_lens.data(), c128a.decode_lens.size());
-  inputs_.c128a_prefill_local = uploads_.matrix(c128a.prefill_local);
+  inputs_.c128a_decode_global = uploads_.matrix(c128a.decode_global, layout.c128a_decode_global);
+  if (!layout.drop_c128a_decode_lens)
+    inputs_.c128a_decode_lens = uploads_.ints(c128a.decode_lens.data(), c128a.decode_lens.size());
+  inputs_.c128a_prefill_local = uploads_.matrix(c128a.prefill_local, layout.c128a_prefill_local);
 
   inputs_.host.query_start_loc = host_query_start_loc_.data();
   inputs_.host.seq_lens = host_seq_lens_.data();
@@ -58,9 +62,9 @@ BackendStep::BackendStep(opt::Backend backend, const ref::Step& step,
     }
     const ref::C4aIndexerOutput& out = c4a_per_layer[static_cast<size_t>(layer)];
     auto inputs = std::make_unique<opt::C4aLayerInputs>();
-    inputs->topk = schedule.c4a_topk;
-    inputs->decode_local = uploads_.matrix(out.decode_local);
-    inputs->prefill_topk = uploads_.matrix(out.prefill_topk);
+    inputs->topk = c4a_topk(layout, layer, schedule.c4a_topk);
+    inputs->decode_local = uploads_.matrix(out.decode_local, layer_entry(layout.c4a_decode_local, layer));
+    inputs->prefill_topk = uploads_.matrix(out.prefill_topk, layer_entry(layout.c4a_prefill_topk, layer));
     c4a_[static_cast<size_t>(layer)] = std::move(inputs);
   }
 }
@@ -74,8 +78,15 @@ HostIndices download(opt::Backend backend, const opt::BuiltIndices& built) {
   HostIndices host;
   host.sparse_indices.resize(built.num_tokens, built.width);
   host.sparse_lens.resize(built.num_tokens);
-  opt::copy_to_host(backend, host.sparse_indices.data(), built.sparse_indices,
-                    static_cast<size_t>(host.sparse_indices.size()) * sizeof(int32_t));
+  if (built.row_stride == built.width) {
+    opt::copy_to_host(backend, host.sparse_indices.data(), built.sparse_indices,
+                      static_cast<size_t>(host.sparse_indices.size()) * sizeof(int32_t));
+  } else {  // caller-owned rows with a wider stride (SPEC §7): row by row
+    for (int32_t t = 0; t < built.num_tokens; ++t) {
+      opt::copy_to_host(backend, host.sparse_indices.row(t).data(), built.sparse_indices + t * built.row_stride,
+                        static_cast<size_t>(built.width) * sizeof(int32_t));
+    }
+  }
   opt::copy_to_host(backend, host.sparse_lens.data(), built.sparse_lens,
                     static_cast<size_t>(built.num_tokens) * sizeof(int32_t));
   return host;

@@ -1,10 +1,11 @@
 // A reference step staged in one backend's memory, exposed as the optimized path's
-// StepInputs and per-layer C4A inputs (owns the buffers).
+// StepInputs and per-layer C4A inputs (owns the buffers), in a chosen layout.
 #pragma once
 #include <memory>
 #include <vector>
 
 #include "harness/backend_upload.h"
+#include "harness/input_layout.h"
 #include "optimized/backend_buffer.h"
 #include "optimized/step_indexer.h"
 #include "reference/model_schedule.h"
@@ -16,7 +17,7 @@ class BackendStep {
   // Computes the step's SPEC §6 metadata with the reference (decode SWA indices for
   // schedule.window, C128A metadata) and uploads it with the step and the C4A outputs.
   BackendStep(opt::Backend backend, const ref::Step& step, const ref::ModelSchedule& schedule,
-              const std::vector<ref::C4aIndexerOutput>& c4a_per_layer);
+              const std::vector<ref::C4aIndexerOutput>& c4a_per_layer, const StepLayout& layout = {});
   const opt::StepInputs& inputs() const { return inputs_; }
   // Null for a layer that is not C4A.
   const opt::C4aLayerInputs* c4a(int32_t layer) const;

@@ -3,6 +3,7 @@
 #pragma once
 #include <vector>
 
+#include "harness/input_layout.h"
 #include "optimized/backend_buffer.h"
 #include "optimized/build_request.h"
 #include "reference/tensors.h"
@@ -14,10 +15,15 @@ class BackendUploads {
   explicit BackendUploads(opt::Backend backend) : backend_(backend) {}
   opt::Backend backend() const { return backend_; }
 
+  // Never null, even for no elements: a given input stays given when it is empty.
   const int32_t* ints(const int32_t* data, Eigen::Index count);
   const uint8_t* bytes(const std::vector<uint8_t>& data);
-  opt::Int32Matrix matrix(const ref::IndexMatrix& m);  // dense: row_stride = cols
-  opt::PagedCacheView cache(const ref::PagedCache& cache);
+  // Padding between rows and before the base hold -77, which no path may read.
+  opt::Int32Matrix matrix(const ref::IndexMatrix& m, MatrixLayout layout = {});
+  // The table's rows `row_padding` apart beyond its width (-77 in the gaps).
+  opt::PagedCacheView cache(const ref::PagedCache& cache, int32_t row_padding = 0);
+  // A buffer of `count` int32 filled with `fill`, for outputs and status words.
+  int32_t* scratch(size_t count, int32_t fill);
 
  private:
   opt::Backend backend_;

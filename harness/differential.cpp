@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "harness/backend_step.h"
+#include "harness/compare_build.h"
 #include "optimized/cuda_builder.h"
 #include "optimized/host_builder.h"
 #include "optimized/step_indexer.h"
@@ -36,74 +37,21 @@ class Recorder {
   BackendTotals* totals_;
 };
 
-void name_token(Mismatch& m, const ref::Step& step, int32_t t) {
-  m.token = t;
-  m.request = step.token_to_req(t);
-  m.position = ref::token_position(step, t);
-  m.decode_token = t < step.num_decode_tokens;
-}
-
-// Compares one layer's output with the reference's; one mismatch per tensor at most (its
-// first differing element, with the number of differing elements).
-void compare_layer(const ref::Step& step, const ref::BuilderOutput& want, const HostIndices& got,
-                   const Mismatch& base, Recorder& record) {
-  const ref::IndexMatrix& wi = want.sparse_indices;
-  const ref::IndexMatrix& gi = got.sparse_indices;
-  if (gi.rows() != wi.rows() || gi.cols() != wi.cols() || got.sparse_lens.size() != want.sparse_lens.size()) {
-    Mismatch m = base;
-    m.what = "shape";
-    std::ostringstream os;
-    os << "reference sparse_indices " << wi.rows() << " x " << wi.cols() << ", sparse_lens "
-       << want.sparse_lens.size() << "; optimized " << gi.rows() << " x " << gi.cols() << ", "
-       << got.sparse_lens.size();
-    m.detail = os.str();
-    record(m);
-    return;
-  }
-  int64_t differing = 0;
-  Mismatch first = base;
-  for (Eigen::Index t = 0; t < wi.rows(); ++t) {
-    for (Eigen::Index c = 0; c < wi.cols(); ++c) {
-      if (wi(t, c) == gi(t, c)) continue;
-      if (differing++ == 0) {
-        name_token(first, step, static_cast<int32_t>(t));
-        first.column = static_cast<int32_t>(c);
-        first.expected = wi(t, c);
-        first.actual = gi(t, c);
-      }
-    }
-  }
-  if (differing > 0) {
-    first.what = "sparse_indices";
-    first.differing = differing;
-    first.total = static_cast<int64_t>(wi.size());
-    record(first);
-  }
-  differing = 0;
-  first = base;
-  for (Eigen::Index t = 0; t < want.sparse_lens.size(); ++t) {
-    if (want.sparse_lens(t) == got.sparse_lens(t)) continue;
-    if (differing++ == 0) {
-      name_token(first, step, static_cast<int32_t>(t));
-      first.expected = want.sparse_lens(t);
-      first.actual = got.sparse_lens(t);
-    }
-  }
-  if (differing > 0) {
-    first.what = "sparse_lens";
-    first.differing = differing;
-    first.total = static_cast<int64_t>(want.sparse_lens.size());
-    record(first);
-  }
+// Names the step's request and position of a mismatch's token.
+void name_token(Mismatch& m, const ref::Step& step) {
+  if (m.token < 0) return;
+  m.request = step.token_to_req(m.token);
+  m.position = ref::token_position(step, m.token);
 }
 
 // One path (uncached or cached) of one backend through a fresh StepIndexer.
 void run_path(Path path, const StepCase& c, const std::vector<ref::BuilderOutput>& want,
-              const BackendStep& staged, CountingBuilder& builder, BackendTotals& totals,
+              const BackendStep& staged, CountingBuilder& builder, bool verify_on_hit, BackendTotals& totals,
               Recorder& record) {
   const int32_t layers = c.schedule.num_layers();
   opt::CacheOptions options;
   options.enabled = path == Path::kCached;
+  options.verify_on_hit = options.enabled && verify_on_hit;
   opt::StepIndexer indexer(builder, staged.inputs(), options);
 
   Mismatch base;
@@ -117,25 +65,31 @@ void run_path(Path path, const StepCase& c, const std::vector<ref::BuilderOutput
   std::vector<bool> built_here(static_cast<size_t>(layers), false);
   int64_t errors_so_far = 0;
   for (int32_t l = 0; l < layers; ++l) {
-    const int64_t before = builder.build_calls();
+    const int64_t before = indexer.cache().builder_calls();  // verify_on_hit rebuilds not counted
     built[static_cast<size_t>(l)] =
         indexer.layer_indices(c.schedule.compress_ratios[static_cast<size_t>(l)], staged.c4a(l));
-    built_here[static_cast<size_t>(l)] = builder.build_calls() > before;
+    built_here[static_cast<size_t>(l)] = indexer.cache().builder_calls() > before;
     const int64_t total = indexer.content_errors();
     errors[static_cast<size_t>(l)] = total - errors_so_far;
     errors_so_far = total;
   }
+  // Counted around the builder, not by the cache, so a wrong key cannot hide; verify_on_hit
+  // rebuilds each hit once more, so the builder then sees one call per layer and the cache's
+  // own count of real builds is checked too.
   const int64_t calls = builder.build_calls() - calls_before;
-  const int64_t expected_calls =
-      path == Path::kUncached ? layers : expected_cached_builder_calls(c.schedule);
-  (path == Path::kUncached ? totals.calls_uncached : totals.calls_cached) += calls;
+  const int64_t expected_builds = path == Path::kUncached ? layers : expected_builder_calls(c.schedule, true);
+  const int64_t builds = options.verify_on_hit ? indexer.cache().builder_calls() : calls;
+  (path == Path::kUncached ? totals.calls_uncached : totals.calls_cached) += builds;
   if (path == Path::kUncached) totals.content_errors += errors_so_far;
-  if (calls != expected_calls) {
+  for (const auto& [counted, expected] : {std::pair{calls, options.verify_on_hit ? layers : expected_builds},
+                                          std::pair{builds, expected_builds}}) {
+    if (counted == expected) continue;
     Mismatch m = base;
     m.what = "builder calls";
-    m.expected = expected_calls;
-    m.actual = calls;
+    m.expected = expected;
+    m.actual = counted;
     record(m);
+    break;
   }
 
   // Read back only now: a later layer's build must not have overwritten an earlier output.
@@ -146,15 +100,12 @@ void run_path(Path path, const StepCase& c, const std::vector<ref::BuilderOutput
     Mismatch lb = base;
     lb.layer = l;
     lb.kind = kind_name(ratio);
-    compare_layer(c.step, want[li], download(staged.backend(), built[li]), lb, record);
-
-    // A hit counts no errors: its build already did.
-    const int64_t want_errors = (path == Path::kUncached || built_here[li]) ? want[li].content_errors : 0;
-    if (errors[li] != want_errors) {
-      Mismatch m = lb;
-      m.what = "content errors";
-      m.expected = want_errors;
-      m.actual = errors[li];
+    // A hit counts no errors of its own: it has those its first build counted, or more if wrong.
+    const bool hit = path == Path::kCached && !built_here[li];
+    const int64_t got_errors = errors[li] + (hit ? want[li].content_errors : 0);
+    for (Mismatch m : compare_build(want[li], download(staged.backend(), built[li]), got_errors,
+                                    c.step.num_decode_tokens, lb)) {
+      name_token(m, c.step);
       record(m);
     }
 
@@ -200,33 +151,6 @@ std::vector<opt::Backend> backends_present() {
 
 std::unique_ptr<opt::MixedSparseIndicesBuilder> make_builder(opt::Backend backend) {
   return backend == opt::Backend::kCuda ? opt::make_cuda_builder() : opt::make_host_builder();
-}
-
-std::string format_mismatch(const Mismatch& m) {
-  std::ostringstream os;
-  os << "[" << m.backend << (m.path.empty() ? "" : " ") << m.path << "]";
-  if (m.layer >= 0) os << " layer " << m.layer << " (" << m.kind << ")";
-  os << " " << m.what << ":";
-  if (m.token >= 0) {
-    os << " token " << m.token << " (request " << m.request << ", "
-       << (m.decode_token ? "decode" : "prefill") << ", position " << m.position << ")";
-  }
-  if (m.column >= 0) {
-    os << ", column " << m.column;
-    if (m.column < m.window) {
-      os << " (window part, c = " << m.column << ")";
-    } else {
-      os << " (compressed part, j = " << m.column - m.window << ")";
-    }
-  }
-  if (m.what == "builder calls") {
-    os << " expected " << m.expected << ", counted " << m.actual;
-  } else if (m.what == "sparse_indices" || m.what == "sparse_lens" || m.what == "content errors") {
-    os << (m.token >= 0 ? ": " : " ") << "reference " << m.expected << ", optimized " << m.actual;
-  }
-  if (m.differing > 0) os << " (" << m.differing << " of " << m.total << " elements differ)";
-  if (!m.detail.empty()) os << " " << m.detail;
-  return os.str();
 }
 
 int64_t DifferentialSummary::mismatches() const {
@@ -276,7 +200,10 @@ DifferentialChecker::DifferentialChecker(DifferentialOptions options)
     : options_(std::move(options)) {
   backends_ = options_.backends.empty() ? backends_present() : options_.backends;
   const BuilderFactory factory = options_.make_builder ? options_.make_builder : BuilderFactory(make_builder);
-  for (opt::Backend b : backends_) builders_.push_back(std::make_unique<CountingBuilder>(factory(b)));
+  for (opt::Backend b : backends_) {
+    builders_.push_back(factory(b));
+    counting_.push_back(std::make_unique<CountingBuilder>(*builders_.back()));
+  }
 }
 
 DifferentialSummary DifferentialChecker::check(const StepCase& c, const std::string& replay) {
@@ -294,7 +221,7 @@ DifferentialSummary DifferentialChecker::check(const StepCase& c, ContentErrorPo
   Recorder reference_record(summary, nullptr);
   std::vector<ref::BuilderOutput> want;
   try {
-    want = ref::run_step_uncached(c.step, c.schedule, c.c4a_per_layer);
+    want = reference_outputs(c);
   } catch (const std::exception& e) {
     Mismatch m;
     m.backend = "reference";
@@ -328,10 +255,10 @@ DifferentialSummary DifferentialChecker::check(const StepCase& c, ContentErrorPo
       Recorder record(summary, &totals);
       Path path = Path::kUncached;
       try {
-        BackendStep staged(backends_[i], c.step, c.schedule, c.c4a_per_layer);
-        run_path(Path::kUncached, c, want, staged, *builders_[i], totals, record);
+        BackendStep staged(backends_[i], c.step, c.schedule, c.c4a_per_layer, c.layout);
+        run_path(Path::kUncached, c, want, staged, *counting_[i], options_.verify_on_hit, totals, record);
         path = Path::kCached;
-        run_path(Path::kCached, c, want, staged, *builders_[i], totals, record);
+        run_path(Path::kCached, c, want, staged, *counting_[i], options_.verify_on_hit, totals, record);
       } catch (const std::exception& e) {
         Mismatch m;
         m.backend = totals.backend;

@@ -1,7 +1,8 @@
 // The differential check (DESIGN "harness"): for one step case and every layer, the
 // reference's uncached run == the optimized path uncached (CacheOptions{enabled=false}) ==
 // the optimized path through the per-step cache, element for element: sparse_indices,
-// sparse_lens and content-error counts, on every backend present. Also checks the cached
+// sparse_lens and content-error counts, on every backend present, with the inputs staged in
+// the case's layout. Also checks the cached
 // path's builder calls (SPEC §5), that hits return the first build's buffers, and that a
 // StepIndexer refuses use after end_step.
 #pragma once
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "harness/counting_builder.h"
+#include "harness/mismatch.h"
 #include "harness/step_case.h"
 #include "optimized/builder.h"
 
@@ -34,26 +36,9 @@ struct DifferentialOptions {
   std::vector<opt::Backend> backends;  // empty: backends_present()
   BuilderFactory make_builder;         // null: the real builders (tests inject faulty ones)
   ContentErrorPolicy content_errors = ContentErrorPolicy::kMustBeZero;
+  bool verify_on_hit = false;          // the cached path with CacheOptions::verify_on_hit
   size_t max_reported = 8;             // mismatches described in full per summary
 };
-
-// One disagreement. `expected` is the reference's value, `actual` the optimized path's.
-struct Mismatch {
-  std::string backend;  // "host", "cuda"; "reference" for problems on the reference side
-  std::string path;     // "uncached", "cached"; empty for step-level problems
-  int32_t layer = -1;   // -1: not about one layer
-  std::string kind;     // layer kind name
-  std::string what;     // "sparse_indices", "sparse_lens", "content errors", "builder calls",
-                        // "content errors on a valid step" (reference side),
-                        // "shape", "buffer identity", "use after end_step", "exception"
-  int32_t token = -1, request = -1, position = -1, column = -1;
-  int32_t window = 0;   // to name the column: window part or compressed part
-  bool decode_token = false;
-  int64_t expected = 0, actual = 0;
-  int64_t differing = 0, total = 0;  // elements of this output that differ / exist
-  std::string detail;
-};
-std::string format_mismatch(const Mismatch& m);
 
 struct BackendTotals {
   std::string backend;
@@ -95,7 +80,8 @@ class DifferentialChecker {
  private:
   DifferentialOptions options_;
   std::vector<opt::Backend> backends_;
-  std::vector<std::unique_ptr<CountingBuilder>> builders_;
+  std::vector<std::unique_ptr<opt::MixedSparseIndicesBuilder>> builders_;
+  std::vector<std::unique_ptr<CountingBuilder>> counting_;  // one around each builder
 };
 
 // One-shot form with fresh builders.

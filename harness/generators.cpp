@@ -1,6 +1,7 @@
 #include "harness/generators.h"
 
 #include <algorithm>
+#include <iterator>
 #include <climits>
 #include <numeric>
 #include <random>
@@ -220,6 +221,105 @@ std::string corrupt_used_block(const char* name, ref::PagedCache& cache, const r
   return os.str();
 }
 
+// One build's inputs (gen_builder_inputs), drawn from a plain generator: the content is what
+// matters here, and a seed replays it.
+ref::BuilderInputs random_builder_inputs(Rng& rng, const BuildLimits& shape) {
+  static constexpr int32_t kWindows[] = {1, 2, 3, 4, 5, 7, 8, 16, 128};
+  static constexpr int32_t kRatios[] = {1, 2, 3, 4, 4, 128};
+  static constexpr int32_t kBlockSizes[] = {1, 2, 3, 4, 5, 8, 16, 64};
+  auto pick = [&](const auto& options) {
+    return options[static_cast<size_t>(uniform(rng, 0, static_cast<int32_t>(std::size(options)) - 1))];
+  };
+  auto chance = [&](int32_t percent) { return uniform(rng, 0, 99) < percent; };
+
+  ref::BuilderInputs in;
+  in.window = pick(kWindows);
+  in.ratio = pick(kRatios);
+  in.topk = uniform(rng, 0, shape.max_topk);
+  const int32_t R = uniform(rng, 0, shape.max_requests);
+  const int32_t decode_requests = shape.decode_only ? R : uniform(rng, 0, R);
+  in.query_start_loc = ref::IndexVector::Zero(R + 1);
+  in.seq_lens = ref::IndexVector::Zero(R);
+  for (int32_t r = 0; r < R; ++r) {
+    const int32_t q = r < decode_requests ? uniform(rng, 0, shape.max_decode_query)
+                                          : uniform(rng, 0, shape.max_prefill_query);
+    in.query_start_loc(r + 1) = in.query_start_loc(r) + q;
+    in.seq_lens(r) = q + uniform(rng, 0, shape.max_context);
+  }
+  const int32_t T = in.query_start_loc(R);
+  const int32_t D = in.query_start_loc(decode_requests);
+  in.token_to_req = ref::IndexVector::Zero(T);
+  for (int32_t r = 0; r < R; ++r)
+    for (int32_t t = in.query_start_loc(r); t < in.query_start_loc(r + 1); ++t) in.token_to_req(t) = r;
+  const int32_t max_seq = R > 0 ? in.seq_lens.maxCoeff() : 0;
+
+  auto table = [&](int32_t rows, int32_t cols) {
+    ref::IndexMatrix m(rows, cols);
+    for (Eigen::Index i = 0; i < m.size(); ++i) {
+      int32_t v = uniform(rng, 0, 5000);
+      if (shape.corrupt && chance(4)) v = -uniform(rng, 1, 3);
+      if (shape.corrupt && chance(1)) v = (1 << 30) + uniform(rng, 0, 5);  // slot beyond int32
+      m.data()[i] = v;
+    }
+    return m;
+  };
+  in.swa.block_size = pick(kBlockSizes);
+  in.swa.block_table = table(R, ceil_div(max_seq, in.swa.block_size) + uniform(rng, 0, 2));
+
+  const int32_t max_local = std::max(1, (max_seq + 1) / in.ratio);
+  if (chance(80)) {
+    ref::PagedCache c;
+    c.block_size = pick(kBlockSizes);
+    // Usually wide enough for every local index, sometimes too narrow (content errors).
+    int32_t blocks = ceil_div(max_local, c.block_size) + uniform(rng, 0, 1);
+    if (shape.corrupt && chance(20)) blocks = uniform(rng, 0, blocks);
+    c.block_table = table(R, blocks);
+    in.compressed = c;
+  }
+  const int32_t local_bound = shape.corrupt ? max_local + 8 : max_local - 1;
+  auto local_value = [&]() {
+    if (chance(15)) return -uniform(rng, 1, 3);  // no entry (-1 and below)
+    return uniform(rng, 0, std::max(0, local_bound));
+  };
+
+  const int32_t Kd = chance(25) ? 0 : uniform(rng, 0, shape.max_topk);
+  in.decode_local = chance(50);
+  in.decode_swa_indices = ref::IndexMatrix(D, in.window);
+  for (Eigen::Index i = 0; i < in.decode_swa_indices.size(); ++i)
+    in.decode_swa_indices.data()[i] = chance(20) ? -1 : uniform(rng, -3, 100000);
+  in.decode_compressed = ref::IndexMatrix(chance(20) && Kd == 0 ? 0 : D, Kd);
+  for (Eigen::Index i = 0; i < in.decode_compressed.size(); ++i)
+    in.decode_compressed.data()[i] = in.decode_local ? local_value() : uniform(rng, -3, 100000);
+  if (!in.decode_local && chance(60)) {
+    ref::IndexVector lens(D);
+    for (int32_t t = 0; t < D; ++t) lens(t) = uniform(rng, 0, Kd);
+    in.decode_compressed_lens = lens;
+  }
+  if (in.decode_local && chance(60)) {
+    std::vector<uint8_t> valid(static_cast<size_t>(D));
+    for (auto& v : valid) v = chance(80) ? 1 : 0;
+    in.decode_valid = valid;
+  }
+  const int32_t Kp = chance(20) ? 0 : uniform(rng, 0, shape.max_topk + 4);
+  in.prefill_topk = ref::IndexMatrix(T - D, Kp);
+  for (Eigen::Index i = 0; i < in.prefill_topk.size(); ++i) in.prefill_topk.data()[i] = local_value();
+  // Sometimes runs of consecutive local indices, as C128A's positional top-k (the kernels read
+  // the table once for a run inside one block): from a random start, across block boundaries
+  // and, corrupt, past the table.
+  auto runs = [&](ref::IndexMatrix& m) {
+    for (Eigen::Index r = 0; r < m.rows(); ++r) {
+      const int32_t start = uniform(rng, shape.corrupt ? -2 : 0, std::max(0, local_bound));
+      for (Eigen::Index c = 0; c < m.cols(); ++c) {
+        const int32_t value = start + static_cast<int32_t>(c);
+        m(r, c) = !shape.corrupt && value > local_bound ? -1 : value;  // valid: -1 past the last
+      }
+    }
+  };
+  if (chance(30)) runs(in.prefill_topk);
+  if (in.decode_local && chance(30)) runs(in.decode_compressed);
+  return in;
+}
+
 }  // namespace
 
 const char* schedule_choice_name(ScheduleChoice choice) {
@@ -416,12 +516,42 @@ rc::Gen<std::vector<ref::C4aIndexerOutput>> gen_c4a_outputs(const ref::Step& ste
   });
 }
 
+rc::Gen<StepLayout> gen_step_layout(const ref::ModelSchedule& schedule, bool may_drop_tables) {
+  return rc::gen::exec([schedule, may_drop_tables] {
+    StepLayout l;
+    if (!*weighted<bool>({{1, false}, {1, true}})) return l;
+    auto matrix = [] {
+      return MatrixLayout{*one_of_values<int32_t>(0, 0, 1, 3, 4, 7), *one_of_values<int32_t>(0, 0, 0, 1, 2, 3)};
+    };
+    auto sometimes = [] { return *weighted<bool>({{2, false}, {1, true}}); };
+    l.decode_swa_indices = matrix();
+    l.c128a_decode_global = matrix();
+    l.c128a_prefill_local = matrix();
+    const auto layers = static_cast<size_t>(schedule.num_layers());
+    l.c4a_decode_local.resize(layers);
+    l.c4a_prefill_topk.resize(layers);
+    l.c4a_topk.assign(layers, -1);
+    for (size_t i = 0; i < layers; ++i) {
+      if (schedule.compress_ratios[i] != 4) continue;
+      l.c4a_decode_local[i] = matrix();
+      l.c4a_prefill_topk[i] = matrix();
+      if (sometimes()) l.c4a_topk[i] = *rc::gen::inRange<int32_t>(0, 2 * schedule.c4a_topk + 9);
+    }
+    l.drop_decode_valid = sometimes();
+    l.drop_c128a_decode_lens = sometimes();
+    l.drop_c4a_table = may_drop_tables && sometimes();
+    l.drop_c128a_table = may_drop_tables && sometimes();
+    return l;
+  });
+}
+
 rc::Gen<StepCase> gen_step_case(ScheduleChoice choice, StepLimits limits) {
   return rc::gen::exec([choice, limits] {
     StepCase c;
     c.schedule = *gen_schedule(choice);
     c.step = *gen_step(limits);
     c.c4a_per_layer = *gen_c4a_outputs(c.step, c.schedule);
+    c.layout = *gen_step_layout(c.schedule);
     return c;
   });
 }
@@ -514,13 +644,40 @@ rc::Gen<StepCase> gen_corrupted_step_case(ScheduleChoice choice, StepLimits limi
       m(t, j) = draw_past_width_index(s);
       note(layer, "decode_local", t, j, m(t, j), "past the C4A table");
     }
-
+    c.layout = *gen_step_layout(c.schedule, /*may_drop_tables=*/false);
     return c;
   });
 }
 
-StepCase draw_step_case(const rc::Gen<StepCase>& gen, uint64_t seed, int size) {
-  return gen(rc::Random(seed), size).value();
+rc::Gen<ref::BuilderInputs> gen_builder_inputs(BuildLimits limits) {
+  return rc::gen::exec([limits] {
+    Rng rng(content_seed());
+    return random_builder_inputs(rng, limits);
+  });
+}
+
+rc::Gen<RequestLayout> gen_request_layout() {
+  return rc::gen::exec([] {
+    auto matrix = [] {
+      return MatrixLayout{*one_of_values<int32_t>(0, 1, 3, 4, 7), *one_of_values<int32_t>(0, 0, 1, 2, 3)};
+    };
+    switch (*weighted<int>({{1, 0}, {1, 1}, {1, 2}})) {
+      case 0: return RequestLayout{};
+      case 1: return same_layout(matrix());
+      default: return RequestLayout{matrix(), matrix(), matrix()};
+    }
+  });
+}
+
+std::string describe(const ref::BuilderInputs& in) {
+  std::ostringstream s;
+  s << "W=" << in.window << " ratio=" << in.ratio << " topk=" << in.topk << " R=" << in.seq_lens.size()
+    << " T=" << in.token_to_req.size() << " D=" << in.decode_swa_indices.rows()
+    << " Kd=" << in.decode_compressed.cols() << " Kp=" << in.prefill_topk.cols()
+    << (in.decode_local ? " local" : " global") << (in.decode_compressed_lens ? " lens" : "")
+    << (in.decode_valid ? " valid" : "") << " swaB=" << in.swa.block_size
+    << (in.compressed ? " cB=" + std::to_string(in.compressed->block_size) : std::string(" no-compressed"));
+  return s.str();
 }
 
 }  // namespace dsv4::harness

@@ -46,17 +46,49 @@ rc::Gen<std::vector<ref::C4aIndexerOutput>> gen_c4a_outputs(const ref::Step& ste
                                                             const ref::ModelSchedule& schedule,
                                                             int32_t min_width = 0);
 
-// A valid step case: the reference reports no content error on it.
+// How a case of `schedule` is staged (input_layout.h): dense half of the time (shrinking goes
+// there), else independent row paddings and misalignments of every matrix input, C4A layers
+// with their own top-k, and optional inputs dropped: decode_valid, the C128A decode lens and,
+// when `may_drop_tables`, a compressed table (lookups then go through the SWA table).
+rc::Gen<StepLayout> gen_step_layout(const ref::ModelSchedule& schedule, bool may_drop_tables = true);
+
+// A valid step case (in a drawn layout): the reference reports no content error on it.
 rc::Gen<StepCase> gen_step_case(ScheduleChoice choice, StepLimits limits = {});
 
 // A structurally valid step with SPEC §4 content errors: always a C4A local index past the
 // compressed table's width on a decode token (so at least one error is certain), plus 0..4
 // more of: C4A indices past the table or past the request's compressed tokens, negative
 // entries in used blocks of the SWA / C4A / C128A tables, negative C4A values other than -1,
-// negative unused tail entries. What was done is listed in StepCase::notes.
+// negative unused tail entries. What was done is listed in StepCase::notes. Its layout keeps
+// the compressed tables (through the SWA table an index past the C4A table may be valid).
 rc::Gen<StepCase> gen_corrupted_step_case(ScheduleChoice choice, StepLimits limits = {});
 
-// Draws one case from a plain seed, for the command line (same seed + size: same case).
-StepCase draw_step_case(const rc::Gen<StepCase>& gen, uint64_t seed, int size);
+// One build's inputs below the step level, for the builder and cache tests: any window,
+// ratio (2 and 3 too), block sizes, decode form, with or without lens, decode_valid and a
+// compressed table, Kd and Kp above or below topk, sometimes runs of consecutive local indices
+// (C128A's positional top-k); structurally valid, and with `corrupt` negative, out-of-width
+// and beyond-int32 table entries and wild local indices.
+struct BuildLimits {
+  int32_t max_requests = 6;
+  int32_t max_decode_query = 3;  // speculative decoding; 0 = an empty request
+  int32_t max_prefill_query = 12;
+  int32_t max_context = 300;
+  int32_t max_topk = 24;
+  bool corrupt = true;
+  bool decode_only = false;  // every request a decode (the decode-only kernels)
+};
+rc::Gen<ref::BuilderInputs> gen_builder_inputs(BuildLimits limits = {});
+// Dense a third of the time, one padding and misalignment for every matrix a third, each
+// matrix its own the rest.
+rc::Gen<RequestLayout> gen_request_layout();
+// "W=4 ratio=4 topk=2 R=2 T=3 D=1 Kd=2 Kp=2 local valid swaB=64 cB=2"
+std::string describe(const ref::BuilderInputs& in);
+
+// Draws one value from a plain seed (same seed + size: same value), for the command line and
+// seeded tests.
+template <class T>
+T draw(const rc::Gen<T>& gen, uint64_t seed, int size = rc::kNominalSize) {
+  return gen(rc::Random(seed), size).value();
+}
 
 }  // namespace dsv4::harness

@@ -42,8 +42,14 @@ std::string describe(const StepCase& c) {
      << s.num_tokens() << " D " << s.num_decode_tokens << "; blocks swa " << s.swa.block_size
      << "x" << s.swa.block_table.cols() << " c4a " << s.c4a.block_size << "x"
      << s.c4a.block_table.cols() << " c128a " << s.c128a.block_size << "x"
-     << s.c128a.block_table.cols() << "; max_model_len " << s.max_model_len;
+     << s.c128a.block_table.cols() << "; max_model_len " << s.max_model_len << "; layout "
+     << describe(c.layout);
   return os.str();
+}
+
+std::vector<ref::BuilderOutput> reference_outputs(const StepCase& c) {
+  return ref::run_step_uncached(c.step, c.schedule, c.c4a_per_layer,
+                                [&c](int32_t layer, ref::BuilderInputs& in) { apply_layout(c.layout, layer, in); });
 }
 
 void showValue(const StepCase& c, std::ostream& os) {

@@ -69,7 +69,7 @@ StepPlan plan_step(const VerifyOptions& o, int64_t step) {
 StepCase draw_planned_step(const VerifyOptions& o, const StepPlan& plan) {
   const rc::Gen<StepCase> gen = plan.corrupted ? gen_corrupted_step_case(plan.schedule, o.limits)
                                                : gen_step_case(plan.schedule, o.limits);
-  return draw_step_case(gen, plan.seed, plan.size);
+  return draw(gen, plan.seed, plan.size);
 }
 
 std::string replay_command(const VerifyOptions& o, int64_t step) {

@@ -66,28 +66,88 @@ __device__ __forceinline__ int32_t group_sum(int32_t value) {
 // group's picks when the step has local-form decode rows. Content errors are counted per
 // thread, warp-reduced once and added to the device counter by one atomicAdd per warp that
 // saw any.
-template <int kGroupThreads, int kChunks, bool kPowerOfTwo, bool kVec4, RowKinds kRows>
-__global__ void __launch_bounds__(kCta, Policy::min_ctas_per_sm(kChunks)) mixed_sparse_indices_kernel(const MixedSparseIndicesArgs args) {
+// kChecked (SPEC §7 run-time sizes): the grid covers the row capacity T_cap; the step's T, D
+// and R are read first (resolve_run_time_sizes), rows [T, T_cap) are padding and rows whose
+// metadata breaks the checks are written -1 (plan_row<true>).
+template <int kGroupThreads, int kChunks, bool kPowerOfTwo, bool kVec4, RowKinds kRows, bool kChecked>
+__device__ __forceinline__ void build_cta_rows(const MixedSparseIndicesArgs& args) {
   constexpr int32_t kRowsPerCta = kCta / kGroupThreads;
-  begin_after_prior_grid();
   const int32_t rank = static_cast<int32_t>(threadIdx.x) % kGroupThreads;
   const int64_t t = static_cast<int64_t>(blockIdx.x) * kRowsPerCta + threadIdx.x / kGroupThreads;
   const bool active = t < args.num_tokens;
   int32_t errors = 0;
   RowShare share{};
   if (active) {
-    share = build_row_share<kPowerOfTwo, kVec4, kChunks, kRows>(args, static_cast<int32_t>(t), rank,
-                                                                 kGroupThreads, &errors);
+    share = build_row_share<kPowerOfTwo, kVec4, kChunks, kRows, kChecked>(args, static_cast<int32_t>(t), rank,
+                                                                           kGroupThreads, &errors);
+  } else if (kChecked && t < args.num_rows) {
+    write_padding_row<kVec4>(args, static_cast<int32_t>(t), rank, kGroupThreads);
   }
   int32_t picks = share.picks;
   if (kRows != RowKinds::kPrefill && args.decode_local && args.num_decode_tokens > 0) {
     picks = group_sum<kGroupThreads>(picks);
   }
-  if (active && rank == 0) finish_row(args, share, picks, &errors);
+  if (active && rank == 0) finish_row<kChecked>(args, share, picks, &errors);
   errors = lanes_sum<kWarp>(errors);
   if (threadIdx.x % kWarp == 0 && errors != 0) {
     atomicAdd(args.content_errors, static_cast<unsigned long long>(errors));
   }
+}
+
+template <int kGroupThreads, int kChunks, bool kPowerOfTwo, bool kVec4, RowKinds kRows, bool kChecked = false>
+__global__ void __launch_bounds__(kCta, Policy::min_ctas_per_sm(kChunks)) mixed_sparse_indices_kernel(const MixedSparseIndicesArgs args) {
+  begin_after_prior_grid();
+  if constexpr (kChecked) {
+    MixedSparseIndicesArgs step = args;  // the capacities replaced by the step's sizes
+    resolve_run_time_sizes(step);
+    build_cta_rows<kGroupThreads, kChunks, kPowerOfTwo, kVec4, kRows, true>(step);
+  } else {
+    build_cta_rows<kGroupThreads, kChunks, kPowerOfTwo, kVec4, kRows, false>(args);
+  }
+}
+
+// SPEC §7 status of a step's metadata: one CTA checks every request and token (grid-stride),
+// merges the threads' first failures (smallest (check, row)) and counts, and overwrites
+// *status. The builds skip the rows these checks break on their own (row_metadata_valid).
+constexpr int kCheckThreads = 1024;
+__global__ void __launch_bounds__(kCheckThreads) metadata_check_kernel(const MixedSparseIndicesArgs args,
+                                                                       MetadataStatus* status) {
+  begin_after_prior_grid();
+  __shared__ unsigned long long first_key;
+  __shared__ unsigned int failures;
+  __shared__ int32_t first_value;
+  if (threadIdx.x == 0) {
+    first_key = ~0ull;
+    failures = 0;
+    first_value = 0;
+  }
+  __syncthreads();
+  MixedSparseIndicesArgs step = args;
+  const StepSizes sizes{load_input(&args.run_time_sizes->num_tokens), load_input(&args.run_time_sizes->num_decode_tokens),
+                        load_input(&args.run_time_sizes->num_requests)};
+  FailureTally tally;
+  const bool fit = sizes_fit(args, sizes, &tally);  // every thread: only thread 0 records
+  if (threadIdx.x != 0) tally = FailureTally{};
+  if (fit) {
+    step.num_tokens = sizes.num_tokens;
+    step.num_decode_tokens = sizes.num_decode_tokens;
+    step.num_requests = sizes.num_requests;
+    for (int32_t r = static_cast<int32_t>(threadIdx.x); r <= step.num_requests; r += kCheckThreads) {
+      check_request(step, r, &tally);
+    }
+    for (int32_t t = static_cast<int32_t>(threadIdx.x); t < step.num_tokens; t += kCheckThreads) {
+      check_token(step, t, &tally);
+    }
+  }
+  if (tally.failures != 0) {
+    atomicMin(&first_key, static_cast<unsigned long long>(tally.first_key));
+    atomicAdd(&failures, tally.failures);
+  }
+  __syncthreads();
+  // (check, row) pairs are checked by one thread each: exactly one holds the first.
+  if (tally.failures != 0 && tally.first_key == first_key) first_value = tally.first_value;
+  __syncthreads();
+  if (threadIdx.x == 0) *status = status_of(first_key, first_value, failures);
 }
 
 // What a decode row's compressed columns hold: nothing (Kd = 0), global slots (copied) or
@@ -146,7 +206,7 @@ __global__ void __launch_bounds__(Policy::kDecodeRowMaxChunks) decode_chunk_kern
 #pragma unroll
       for (int e = 0; e < 4; ++e) v[e] = -1;
     }
-    store_chunk<4>(a.sparse_indices + static_cast<int64_t>(t) * a.row_width + c0, v);
+    store_chunk<4>(a.sparse_indices + static_cast<int64_t>(t) * a.output_stride + c0, v);
   }
   if constexpr (kForm == DecodeForm::kLocal) {  // the row's length counts its picks
     __shared__ int32_t warp_picks[Policy::kDecodeRowMaxChunks / kWarp];
@@ -170,15 +230,15 @@ __global__ void __launch_bounds__(Policy::kDecodeRowMaxChunks) decode_chunk_kern
 
 using KernelFunction = void (*)(MixedSparseIndicesArgs);
 
-template <int kChunks, bool kPowerOfTwo, bool kVec4, RowKinds kRows>
+template <int kChunks, bool kPowerOfTwo, bool kVec4, RowKinds kRows, bool kChecked = false>
 KernelFunction kernel_for_group(int32_t group_threads) {
   switch (group_threads) {
-    case 8: return &mixed_sparse_indices_kernel<8, kChunks, kPowerOfTwo, kVec4, kRows>;
-    case 16: return &mixed_sparse_indices_kernel<16, kChunks, kPowerOfTwo, kVec4, kRows>;
-    case 32: return &mixed_sparse_indices_kernel<32, kChunks, kPowerOfTwo, kVec4, kRows>;
-    case 64: return &mixed_sparse_indices_kernel<64, kChunks, kPowerOfTwo, kVec4, kRows>;
-    case 128: return &mixed_sparse_indices_kernel<128, kChunks, kPowerOfTwo, kVec4, kRows>;
-    default: return &mixed_sparse_indices_kernel<256, kChunks, kPowerOfTwo, kVec4, kRows>;
+    case 8: return &mixed_sparse_indices_kernel<8, kChunks, kPowerOfTwo, kVec4, kRows, kChecked>;
+    case 16: return &mixed_sparse_indices_kernel<16, kChunks, kPowerOfTwo, kVec4, kRows, kChecked>;
+    case 32: return &mixed_sparse_indices_kernel<32, kChunks, kPowerOfTwo, kVec4, kRows, kChecked>;
+    case 64: return &mixed_sparse_indices_kernel<64, kChunks, kPowerOfTwo, kVec4, kRows, kChecked>;
+    case 128: return &mixed_sparse_indices_kernel<128, kChunks, kPowerOfTwo, kVec4, kRows, kChecked>;
+    default: return &mixed_sparse_indices_kernel<256, kChunks, kPowerOfTwo, kVec4, kRows, kChecked>;
   }
 }
 
@@ -186,19 +246,22 @@ KernelFunction kernel_for_group(int32_t group_threads) {
 // per wide one, any row kinds.
 constexpr int32_t kScalarNarrowColumns = 256;
 
-template <bool kPowerOfTwo>
+template <bool kPowerOfTwo, bool kChecked>
 KernelFunction scalar_kernel(int32_t group_threads) {
   constexpr int kChunks = Policy::kDefaultChunks;
   constexpr RowKinds kAny = RowKinds::kBoth;
-  return group_threads == kWarp ? &mixed_sparse_indices_kernel<kWarp, kChunks, kPowerOfTwo, false, kAny>
-                                : &mixed_sparse_indices_kernel<kCta, kChunks, kPowerOfTwo, false, kAny>;
+  return group_threads == kWarp ? &mixed_sparse_indices_kernel<kWarp, kChunks, kPowerOfTwo, false, kAny, kChecked>
+                                : &mixed_sparse_indices_kernel<kCta, kChunks, kPowerOfTwo, false, kAny, kChecked>;
 }
 
 // The common path (power-of-two blocks, 16-byte rows) is specialised by the step's row kinds:
 // a decode-only or prefill-only launch runs a kernel of half the code.
 KernelFunction select_kernel(const LaunchShape& shape, bool power_of_two, bool vec4, RowKinds rows) {
   constexpr int kChunks = Policy::kDefaultChunks;
-  if (!vec4) return power_of_two ? scalar_kernel<true>(shape.group_threads) : scalar_kernel<false>(shape.group_threads);
+  if (!vec4) {
+    return power_of_two ? scalar_kernel<true, false>(shape.group_threads)
+                        : scalar_kernel<false, false>(shape.group_threads);
+  }
   if (!power_of_two) return kernel_for_group<kChunks, false, true, RowKinds::kBoth>(shape.group_threads);
   static_assert(sizeof(Policy::kChunkChoices) / sizeof(Policy::kChunkChoices[0]) == 1 &&
                     Policy::kChunkChoices[0] == kChunks,
@@ -209,6 +272,21 @@ KernelFunction select_kernel(const LaunchShape& shape, bool power_of_two, bool v
     case RowKinds::kBoth: break;
   }
   return kernel_for_group<kChunks, true, true, RowKinds::kBoth>(shape.group_threads);
+}
+
+// The run-time-sizes kernels (SPEC §7): decode-only when the capacities allow no prefill row
+// (a decode graph), else both kinds.
+KernelFunction select_checked_kernel(const LaunchShape& shape, bool power_of_two, bool vec4, RowKinds rows) {
+  constexpr int kChunks = Policy::kDefaultChunks;
+  if (!vec4) {
+    return power_of_two ? scalar_kernel<true, true>(shape.group_threads)
+                        : scalar_kernel<false, true>(shape.group_threads);
+  }
+  if (!power_of_two) return kernel_for_group<kChunks, false, true, RowKinds::kBoth, true>(shape.group_threads);
+  if (rows == RowKinds::kDecode) {
+    return kernel_for_group<kChunks, true, true, RowKinds::kDecode, true>(shape.group_threads);
+  }
+  return kernel_for_group<kChunks, true, true, RowKinds::kBoth, true>(shape.group_threads);
 }
 
 KernelStatus failure(cudaError_t status, const char* call, int line) {
@@ -231,8 +309,9 @@ LaunchShape mixed_sparse_indices_launch_shape(const MixedSparseIndicesArgs& args
     return LaunchShape{args.row_width <= kScalarNarrowColumns ? kWarp : kCta, Policy::kDefaultChunks};
   }
   const int32_t row_chunks = args.row_width / 4;
-  if (config.forced.decode_chunks || (!valid_group_threads(config.forced.group_threads) &&
-                                      args.num_decode_tokens == args.num_tokens)) {
+  const bool checked = args.run_time_sizes != nullptr;  // the group kernels only
+  if (!checked && (config.forced.decode_chunks || (!valid_group_threads(config.forced.group_threads) &&
+                                                   args.num_decode_tokens == args.num_tokens))) {
     // Decode-chunk kernel where it applies (forced or decode-only), else the policy's groups.
     if (args.num_decode_tokens == args.num_tokens && args.power_of_two_blocks && fits_decode_chunks(row_chunks)) {
       return decode_chunk_shape(row_chunks);
@@ -240,28 +319,17 @@ LaunchShape mixed_sparse_indices_launch_shape(const MixedSparseIndicesArgs& args
   }
   LaunchShape shape = valid_group_threads(config.forced.group_threads)
                           ? config.forced
-                          : choose_launch_shape(args.num_tokens, row_chunks, config.sm_count);
+                          : choose_launch_shape(checked ? args.num_rows : args.num_tokens, row_chunks,
+                                                config.sm_count);
   shape.chunks = Policy::kDefaultChunks;  // the one count compiled
   shape.decode_chunks = false;
   return shape;
 }
 
-KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
-                                         const MixedSparseIndicesLaunchConfig& config,
-                                         cudaStream_t stream) {
-  if (args.num_tokens <= 0) return KernelStatus{};
-  const LaunchShape shape = mixed_sparse_indices_launch_shape(args, config);
-  const RowKinds rows = args.num_decode_tokens == args.num_tokens ? RowKinds::kDecode
-                        : args.num_decode_tokens == 0           ? RowKinds::kPrefill
-                                                                : RowKinds::kBoth;
-  const KernelFunction kernel = shape.decode_chunks
-                                    ? (args.decode_width == 0 ? &decode_chunk_kernel<DecodeForm::kWindowOnly>
-                                       : args.decode_local    ? &decode_chunk_kernel<DecodeForm::kLocal>
-                                                              : &decode_chunk_kernel<DecodeForm::kGlobal>)
-                                    : select_kernel(shape, args.power_of_two_blocks, args.vector_path, rows);
-  const int64_t grid = grid_ctas(shape, args.num_tokens);
-  const int32_t cta_threads = shape.decode_chunks ? shape.group_threads : kCta;
-  void* params[] = {const_cast<MixedSparseIndicesArgs*>(&args)};  // copied at launch
+namespace {
+
+KernelStatus launch(const void* kernel, int64_t grid, int32_t cta_threads, void** params, bool programmatic_launch,
+                    cudaStream_t stream, const char* call, int line) {
   cudaLaunchAttribute programmatic{};
   programmatic.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   programmatic.val.programmaticStreamSerializationAllowed = 1;
@@ -269,15 +337,62 @@ KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
   launch.gridDim = dim3(static_cast<unsigned>(grid));
   launch.blockDim = dim3(static_cast<unsigned>(cta_threads));
   launch.stream = stream;
-  launch.attrs = config.programmatic_launch ? &programmatic : nullptr;
-  launch.numAttrs = config.programmatic_launch ? 1 : 0;
-  cudaError_t status = cudaLaunchKernelExC(&launch, reinterpret_cast<const void*>(kernel), params);
+  launch.attrs = programmatic_launch ? &programmatic : nullptr;
+  launch.numAttrs = programmatic_launch ? 1 : 0;
+  cudaError_t status = cudaLaunchKernelExC(&launch, kernel, params);
   const cudaError_t last = cudaGetLastError();  // also clears a launch error's state
   if (status == cudaSuccess) status = last;
-  if (status != cudaSuccess) {
-    return failure(status, "cudaLaunchKernelExC(mixed_sparse_indices kernel) / cudaGetLastError", __LINE__);
-  }
+  return status == cudaSuccess ? KernelStatus{} : failure(status, call, line);
+}
+
+// Eager padding rows [T, T_cap) (SPEC §7): -1 (every byte 0xff) and length 0.
+KernelStatus fill_padding_rows(const MixedSparseIndicesArgs& args, cudaStream_t stream) {
+  const int32_t padding = args.num_rows - args.num_tokens;
+  const size_t pitch = static_cast<size_t>(args.output_stride) * sizeof(int32_t);
+  cudaError_t status = cudaMemset2DAsync(args.sparse_indices + static_cast<int64_t>(args.num_tokens) * args.output_stride,
+                                         pitch, 0xff, static_cast<size_t>(args.row_width) * sizeof(int32_t),
+                                         static_cast<size_t>(padding), stream);
+  if (status != cudaSuccess) return failure(status, "cudaMemset2DAsync(padding rows)", __LINE__);
+  status = cudaMemsetAsync(args.sparse_lens + args.num_tokens, 0, static_cast<size_t>(padding) * sizeof(int32_t), stream);
+  if (status != cudaSuccess) return failure(status, "cudaMemsetAsync(padding lens)", __LINE__);
   return KernelStatus{};
+}
+
+}  // namespace
+
+KernelStatus launch_metadata_check(const MixedSparseIndicesArgs& args, MetadataStatus* status,
+                                   const MixedSparseIndicesLaunchConfig& config, cudaStream_t stream) {
+  void* params[] = {const_cast<MixedSparseIndicesArgs*>(&args), &status};  // copied at launch
+  return launch(reinterpret_cast<const void*>(&metadata_check_kernel), 1, kCheckThreads, params,
+                config.programmatic_launch, stream, "cudaLaunchKernelExC(metadata_check_kernel)", __LINE__);
+}
+
+KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
+                                         const MixedSparseIndicesLaunchConfig& config,
+                                         cudaStream_t stream) {
+  const bool checked = args.run_time_sizes != nullptr;
+  if (!checked && args.num_rows > args.num_tokens) {
+    const KernelStatus padded = fill_padding_rows(args, stream);
+    if (!padded.ok()) return padded;
+  }
+  const int32_t rows_launched = checked ? args.num_rows : args.num_tokens;
+  if (rows_launched <= 0) return KernelStatus{};
+  const LaunchShape shape = mixed_sparse_indices_launch_shape(args, config);
+  RowKinds rows = args.num_decode_tokens == args.num_tokens ? RowKinds::kDecode
+                  : args.num_decode_tokens == 0           ? RowKinds::kPrefill
+                                                          : RowKinds::kBoth;
+  if (checked) rows = args.prefill_rows == 0 ? RowKinds::kDecode : RowKinds::kBoth;
+  const KernelFunction kernel =
+      checked              ? select_checked_kernel(shape, args.power_of_two_blocks, args.vector_path, rows)
+      : shape.decode_chunks ? (args.decode_width == 0 ? &decode_chunk_kernel<DecodeForm::kWindowOnly>
+                               : args.decode_local    ? &decode_chunk_kernel<DecodeForm::kLocal>
+                                                      : &decode_chunk_kernel<DecodeForm::kGlobal>)
+                            : select_kernel(shape, args.power_of_two_blocks, args.vector_path, rows);
+  const int64_t grid = grid_ctas(shape, rows_launched);
+  const int32_t cta_threads = shape.decode_chunks ? shape.group_threads : kCta;
+  void* params[] = {const_cast<MixedSparseIndicesArgs*>(&args)};  // copied at launch
+  return launch(reinterpret_cast<const void*>(kernel), grid, cta_threads, params, config.programmatic_launch, stream,
+                "cudaLaunchKernelExC(mixed_sparse_indices kernel) / cudaGetLastError", __LINE__);
 }
 
 }  // namespace dsv4::kernels

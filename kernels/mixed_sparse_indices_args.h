@@ -7,6 +7,7 @@
 
 #include "kernels/fast_divider.h"
 #include "kernels/host_device.h"
+#include "kernels/step_sizes.h"
 
 namespace dsv4::kernels {
 
@@ -32,42 +33,57 @@ DSV4_HD DSV4_INLINE void load_stream4(const int32_t* p, int32_t (&v)[4]) {  // p
 #endif
 }
 
-// A paged cache's block table (SPEC §2): num_rows x blocks_per_row, row-major, dense.
+// A paged cache's block table (SPEC §2, §7): num_rows x blocks_per_row, row r at
+// table + r * row_stride; slot = base_offset + entry * block_span + i % block_size.
 struct BlockTableView {
   const int32_t* table;
   int32_t num_rows;
   int32_t blocks_per_row;  // NB
   int32_t block_size;      // B >= 1
+  int64_t row_stride;      // >= NB
+  int32_t block_span;      // S >= B
+  int32_t base_offset;     // O
   FastDivider block_divider;
-  // B is a power of two (every production cache): block = i >> log2_block_size, offset = i & (B-1).
+  // The 32-bit fast path: B a power of two (every production cache), S == B and O == 0:
+  // block = i >> log2_block_size, offset = i & (B-1).
   bool power_of_two;
-  uint32_t log2_block_size;  // when power_of_two
+  uint32_t log2_block_size;  // when B is a power of two
   // The largest physical block id whose every slot (id * B + B - 1) fits int32: ids up to it
   // need neither the sign nor the overflow check, one unsigned compare covers both.
   uint32_t max_safe_block;
 
-  // Host only; block_size >= 1 (validated before).
+  // Host only; block_size >= 1 and block_span >= block_size (validated before).
   static BlockTableView make(const int32_t* table, int32_t num_rows, int32_t blocks_per_row,
-                             int32_t block_size) {
+                             int32_t block_size, int64_t row_stride, int32_t block_span,
+                             int32_t base_offset) {
     const int32_t b = block_size < 1 ? 1 : block_size;
+    const int32_t span = block_span < b ? b : block_span;
     uint32_t log2 = 0;
     while ((int64_t{1} << log2) < b) ++log2;
-    return BlockTableView{table, num_rows, blocks_per_row, b, FastDivider::make(b),
-                          (int64_t{1} << log2) == b, log2,
+    const bool fast = (int64_t{1} << log2) == b && span == b && base_offset == 0;
+    return BlockTableView{table, num_rows, blocks_per_row, b, row_stride, span, base_offset,
+                          FastDivider::make(b), fast, log2,
                           static_cast<uint32_t>((int64_t{INT32_MAX} - (b - 1)) / b)};
+  }
+
+  // A dense table without span or offset.
+  static BlockTableView make(const int32_t* table, int32_t num_rows, int32_t blocks_per_row,
+                             int32_t block_size) {
+    return make(table, num_rows, blocks_per_row, block_size, blocks_per_row, block_size, 0);
   }
 
   // Row r of the table, for 0 <= r < num_rows: resolved once per row, not per column.
   DSV4_HD DSV4_INLINE const int32_t* row(int32_t r) const {
-    return table + static_cast<int64_t>(r) * blocks_per_row;
+    return table + static_cast<int64_t>(r) * row_stride;
   }
 
-  // slot(r, i) = table[r][i / B] * B + i % B for i >= 0, given row_table = row(r), when
-  // `wanted`; else -1. A block past the table's width, a negative entry or a slot beyond int32
-  // is a content error (SPEC §4): -1, counted in *errors. Reads nothing outside row r of the
-  // table, whatever i is. Branch-free (a warp's lanes diverge on every -1 otherwise).
+  // slot(r, i) = O + table[r][i / B] * S + i % B for i >= 0, given row_table = row(r), when
+  // `wanted`; else -1. A block past the table's width, a negative entry or a slot outside
+  // [0, 2^31) is a content error (SPEC §4, §7): -1, counted in *errors. Reads nothing outside
+  // row r of the table, whatever i is. Branch-free (a warp's lanes diverge on every -1 otherwise).
   // kPowerOfTwo (only when power_of_two): shift and mask instead of the divider, and the
   // max_safe_block compare is exact (B divides 2^31), so no 64-bit product is needed.
+  // Otherwise the slot is formed in 64 bits with the span and the offset.
   template <bool kPowerOfTwo = false>
   DSV4_HD DSV4_INLINE int32_t lookup(const int32_t* row_table, int32_t i, bool wanted,
                                      int32_t* errors) const {
@@ -88,16 +104,16 @@ struct BlockTableView {
       fits = physical <= max_safe_block;
       slot = static_cast<int32_t>(physical * static_cast<uint32_t>(block_size) + offset);
     } else {
-      const uint64_t value = uint64_t{physical} * static_cast<uint32_t>(block_size) + offset;
-      fits = value <= uint64_t{INT32_MAX};  // a negative entry is >= 2^31 as unsigned
+      const int64_t value = int64_t{base_offset} + int64_t{static_cast<int32_t>(physical)} * block_span + offset;
+      fits = static_cast<int32_t>(physical) >= 0 && value >= 0 && value <= int64_t{INT32_MAX};
       slot = static_cast<int32_t>(value);
     }
     if (wanted && !fits) ++*errors;
     return fits ? slot : -1;
   }
 
-  // kLanes consecutive indices first, first + 1, ... that all lie in block `block` (power-of-two
-  // blocks): one table read for the run. Same results and error counts as kLanes lookup()s.
+  // kLanes consecutive indices first, first + 1, ... that all lie in block `block` (the
+  // power_of_two fast path): one table read for the run. Same results and error counts as kLanes lookup()s.
   template <int kLanes>
   DSV4_HD DSV4_INLINE void lookup_run(const int32_t* row_table, int32_t first, uint32_t block,
                                       int32_t (&out)[kLanes], int32_t* errors) const {
@@ -126,10 +142,15 @@ struct MixedSparseIndicesArgs {
   int32_t window;  // W
   int32_t ratio;   // >= 1
   int32_t topk;
+  // With run_time_sizes these three are the capacities R_cap, T_cap, D_cap until the kernel
+  // replaces them by the step's (resolve_run_time_sizes).
   int32_t num_requests;       // R
   int32_t num_tokens;         // T
   int32_t num_decode_tokens;  // D
-  int32_t row_width;          // W + P
+  int32_t row_width;          // W + P_cap: the columns written
+  int32_t num_rows;           // T_cap >= T: output rows; rows [T, T_cap) are padding
+  const StepSizes* run_time_sizes;  // SPEC §7: T, D, R read at run time; null: the above
+  int32_t prefill_rows;       // rows of prefill_topk (the T - D capacity with run_time_sizes)
 
   const int32_t* decode_swa_indices;  // D x W
   int64_t decode_swa_stride;
@@ -150,8 +171,9 @@ struct MixedSparseIndicesArgs {
   BlockTableView swa;
   BlockTableView compressed;  // the SWA table when the request gives none
 
-  int32_t* sparse_indices;              // T x row_width, dense
-  int32_t* sparse_lens;                 // T
+  int32_t* sparse_indices;              // num_rows x row_width, row t at t * output_stride
+  int32_t output_stride;                // >= row_width (int32 like row_width: same address math)
+  int32_t* sparse_lens;                 // num_rows
   unsigned long long* content_errors;   // device counter (CUDA kernels); unused on the host
 
   // Both caches' block sizes are powers of two: the kernels' shift/mask path.

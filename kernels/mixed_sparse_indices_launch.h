@@ -32,9 +32,15 @@ LaunchShape mixed_sparse_indices_launch_shape(const MixedSparseIndicesArgs& args
 
 // Builds every row of args (T may be 0: nothing is launched). Content errors are added to
 // *args.content_errors (device memory). Checks the launch (cudaGetLastError) and returns its
-// status.
+// status. Rows [T, T_cap) are padding: with args.run_time_sizes the kernel writes them (T is
+// known there only), else two memsets before the kernel do.
 KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
                                          const MixedSparseIndicesLaunchConfig& config,
                                          cudaStream_t stream);
+
+// SPEC §7: checks the step's metadata under args.run_time_sizes (non-null) in one CTA and
+// overwrites *status (device memory) with the first failure and the count. No host sync.
+KernelStatus launch_metadata_check(const MixedSparseIndicesArgs& args, MetadataStatus* status,
+                                   const MixedSparseIndicesLaunchConfig& config, cudaStream_t stream);
 
 }  // namespace dsv4::kernels

@@ -15,10 +15,14 @@
 // prefill_topk, columns below their widths, row r < R of a block table, block < its width)
 // and every write inside row t of the outputs, for any input values once the shapes passed
 // validation (a token_to_req entry out of range is caught per row, not trusted).
+// kChecked (SPEC §7 run-time sizes, resolved into `a` by resolve_run_time_sizes): a row whose
+// metadata breaks the structural checks (row_metadata_valid) is written -1 with length 0,
+// without a content error; padding rows [T, T_cap) read nothing (write_padding_row).
 #pragma once
 #include <cstdint>
 
 #include "kernels/host_device.h"
+#include "kernels/metadata_checks.h"
 #include "kernels/mixed_sparse_indices_args.h"
 
 namespace dsv4::kernels {
@@ -39,7 +43,9 @@ struct RowStart {
 
 // What every column of the row shares, from the request's metadata.
 struct RowPlan {
-  bool request_in_range;         // false only for a step that skipped validation
+  // false only for a step that skipped validation, or (kChecked) a row whose metadata breaks
+  // the checks: the row is written -1
+  bool request_in_range;
   bool translate_compressed;     // prefill, or a local-form decode row
   int32_t swa_start;             // prefill: position of window column 0
   int32_t swa_len;               // prefill
@@ -66,7 +72,7 @@ template <RowKinds kRows = RowKinds::kBoth>
 DSV4_HD DSV4_INLINE RowStart start_row(const MixedSparseIndicesArgs& a, int32_t t) {
   RowStart s{};
   s.token = t;
-  s.out = a.sparse_indices + static_cast<int64_t>(t) * a.row_width;
+  s.out = a.sparse_indices + static_cast<int64_t>(t) * a.output_stride;
   s.request = load_input(a.token_to_req + t);
   s.decode = is_decode_row<kRows>(a, t);
   if (s.decode) {
@@ -91,26 +97,46 @@ DSV4_HD DSV4_INLINE RowStart start_row(const MixedSparseIndicesArgs& a, int32_t 
   return s;
 }
 
+// What a prefill row's columns share, from its request's query range and seq_len.
+DSV4_HD DSV4_INLINE void plan_prefill(const MixedSparseIndicesArgs& a, const RowStart& s, int32_t begin, int32_t end,
+                                      int32_t seq_len, RowPlan& p) {
+  p.translate_compressed = true;
+  // pos(t) = seq_lens[r] - query length + offset in the request (SPEC §2).
+  const int32_t position = seq_len - (end - begin) + (s.token - begin);
+  p.swa_len = min_i32(position + 1, a.window);
+  p.swa_start = position - p.swa_len + 1;
+  p.topk_len = min_i32((position + 1) / a.ratio, a.topk);
+  p.compressed_count = min_i32(p.topk_len, a.prefill_width);
+}
+
+template <bool kChecked = false>
 DSV4_HD DSV4_INLINE RowPlan plan_row(const MixedSparseIndicesArgs& a, const RowStart& s) {
   RowPlan p{};
   p.request_in_range = static_cast<uint32_t>(s.request) < static_cast<uint32_t>(a.num_requests);
   if (!p.request_in_range) return p;
   p.swa_table = a.swa.row(s.request);
   p.compressed_table = a.compressed.row(s.request);
+  if constexpr (kChecked) {  // every row's request metadata is read, to check it
+    const int32_t begin = load_input(a.query_start_loc + s.request);
+    const int32_t end = load_input(a.query_start_loc + s.request + 1);
+    const int32_t seq_len = load_input(a.seq_lens + s.request);
+    p.request_in_range = row_metadata_valid(a, s.token, s.decode, begin, end, seq_len, s.decode_length_input);
+    if (!p.request_in_range) return p;
+    if (!s.decode) {
+      plan_prefill(a, s, begin, end, seq_len, p);
+      return p;
+    }
+  }
   if (s.decode) {
     p.translate_compressed = a.decode_local;
     p.compressed_count = a.decode_width;
     return p;
   }
-  p.translate_compressed = true;
-  // pos(t) = seq_lens[r] - query length + offset in the request (SPEC §2).
-  const int32_t begin = load_input(a.query_start_loc + s.request);
-  const int32_t end = load_input(a.query_start_loc + s.request + 1);
-  const int32_t position = load_input(a.seq_lens + s.request) - (end - begin) + (s.token - begin);
-  p.swa_len = min_i32(position + 1, a.window);
-  p.swa_start = position - p.swa_len + 1;
-  p.topk_len = min_i32((position + 1) / a.ratio, a.topk);
-  p.compressed_count = min_i32(p.topk_len, a.prefill_width);
+  if constexpr (!kChecked) {
+    const int32_t begin = load_input(a.query_start_loc + s.request);
+    const int32_t end = load_input(a.query_start_loc + s.request + 1);
+    plan_prefill(a, s, begin, end, load_input(a.seq_lens + s.request), p);
+  }
   return p;
 }
 
@@ -250,7 +276,29 @@ struct RowShare {
   RowPlan plan;
   int32_t picks;
 };
-template <bool kPowerOfTwo, bool kVec4, int kChunks, RowKinds kRows = RowKinds::kBoth>
+// Thread `rank`'s share of writing row t as -1 (a padding row, or one that is not built).
+template <int kLanes>
+DSV4_HD DSV4_INLINE void store_minus_one_row(const MixedSparseIndicesArgs& a, int32_t* out, int32_t rank,
+                                             int32_t group_threads) {
+  DSV4_NO_UNROLL
+  for (int32_t c = rank * kLanes; c < a.row_width; c += group_threads * kLanes) {
+    int32_t minus_one[kLanes];
+    DSV4_UNROLL
+    for (int e = 0; e < kLanes; ++e) minus_one[e] = -1;
+    store_chunk<kLanes>(out + c, minus_one);
+  }
+}
+
+// A padding row t in [T, T_cap) (SPEC §7): -1 with length 0, nothing read.
+template <bool kVec4>
+DSV4_HD DSV4_INLINE void write_padding_row(const MixedSparseIndicesArgs& a, int32_t t, int32_t rank,
+                                           int32_t group_threads) {
+  store_minus_one_row<kVec4 ? 4 : 1>(a, a.sparse_indices + static_cast<int64_t>(t) * a.output_stride, rank,
+                                     group_threads);
+  if (rank == 0) a.sparse_lens[t] = 0;
+}
+
+template <bool kPowerOfTwo, bool kVec4, int kChunks, RowKinds kRows = RowKinds::kBoth, bool kChecked = false>
 DSV4_HD DSV4_INLINE RowShare build_row_share(const MixedSparseIndicesArgs& a, int32_t t, int32_t rank,
                                              int32_t group_threads, int32_t* errors) {
   constexpr int32_t kLanes = kVec4 ? 4 : 1;
@@ -286,15 +334,11 @@ DSV4_HD DSV4_INLINE RowShare build_row_share(const MixedSparseIndicesArgs& a, in
     }
   };
   load_pass(rank, share.start.compressed_width, va);
-  share.plan = plan_row(a, share.start);
-  if (!share.plan.request_in_range) {  // unreachable after validation; keeps a drifted copy memory-safe
-    DSV4_NO_UNROLL
-    for (int32_t c = rank * kLanes; c < a.row_width; c += group_threads * kLanes) {
-      int32_t minus_one[kLanes];
-      DSV4_UNROLL
-      for (int e = 0; e < kLanes; ++e) minus_one[e] = -1;
-      store_chunk<kLanes>(share.start.out + c, minus_one);
-    }
+  share.plan = plan_row<kChecked>(a, share.start);
+  // Unchecked: unreachable after validation, keeps a drifted copy memory-safe. Checked: a
+  // row whose metadata breaks the checks.
+  if (!share.plan.request_in_range) {
+    store_minus_one_row<kLanes>(a, share.start.out, rank, group_threads);
     return share;
   }
   const int32_t readable = share.plan.compressed_count;
@@ -308,19 +352,22 @@ DSV4_HD DSV4_INLINE RowShare build_row_share(const MixedSparseIndicesArgs& a, in
   return share;
 }
 
-// The row's length and its one error for an out-of-range request: by the group's rank 0 once
-// the group's picks are summed.
+// The row's length and (unchecked) its one error for an out-of-range request: by the group's
+// rank 0 once the group's picks are summed. A checked row that is not built is a structural
+// failure, reported by the status (metadata_checks.h), not a content error.
+template <bool kChecked = false>
 DSV4_HD DSV4_INLINE void finish_row(const MixedSparseIndicesArgs& a, const RowShare& share,
                                     int32_t picks, int32_t* errors) {
   a.sparse_lens[share.start.token] = row_length(a, share.start, share.plan, picks);
-  if (!share.plan.request_in_range) ++*errors;
+  if (!kChecked && !share.plan.request_in_range) ++*errors;
 }
 
-// A whole row by one thread (the host backend).
-template <bool kPowerOfTwo, bool kVec4>
+// A whole row by one thread (the host backend). kChecked: `a` holds the resolved run-time
+// sizes, and t < T.
+template <bool kPowerOfTwo, bool kVec4, bool kChecked = false>
 DSV4_HD DSV4_INLINE void build_row(const MixedSparseIndicesArgs& a, int32_t t, int32_t* errors) {
-  const RowShare share = build_row_share<kPowerOfTwo, kVec4, 1>(a, t, 0, 1, errors);
-  finish_row(a, share, share.picks, errors);
+  const RowShare share = build_row_share<kPowerOfTwo, kVec4, 1, RowKinds::kBoth, kChecked>(a, t, 0, 1, errors);
+  finish_row<kChecked>(a, share, share.picks, errors);
 }
 
 }  // namespace dsv4::kernels

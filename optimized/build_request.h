@@ -3,7 +3,12 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/step_sizes.h"
+
 namespace dsv4::opt {
+
+using kernels::MetadataStatus;
+using kernels::StepSizes;
 
 // Row-major int32 matrix view; rows x cols, row r starts at data + r * row_stride.
 struct Int32Matrix {
@@ -13,11 +18,23 @@ struct Int32Matrix {
   int64_t row_stride = 0;  // elements
 };
 
+// slot(r, i) = base_offset + block_table[r * row_stride + i / B] * S + i % B (SPEC §2, §7).
 struct PagedCacheView {
-  const int32_t* block_table = nullptr;  // num_rows x blocks_per_row, row-major, dense
-  int32_t num_rows = 0;
+  const int32_t* block_table = nullptr;  // num_rows x blocks_per_row, row-major
+  int32_t num_rows = 0;        // >= R: a persistent table's rows past R are never read
   int32_t blocks_per_row = 0;  // NB
   int32_t block_size = 0;      // B
+  int64_t row_stride = 0;      // elements, >= NB; 0 = NB (dense)
+  int32_t block_span = 0;      // S >= B; 0 = B
+  int32_t base_offset = 0;     // O
+};
+
+// Caller-owned outputs (SPEC §7): row_capacity rows of row_stride int32, 16-byte aligned,
+// row_stride >= W + P_cap and a multiple of 4; lens row_capacity entries.
+struct OutputView {
+  int32_t* sparse_indices = nullptr;  // null: the builder's workspace
+  int64_t row_stride = 0;
+  int32_t* sparse_lens = nullptr;
 };
 
 struct BuildRequest {
@@ -42,6 +59,21 @@ struct BuildRequest {
 
   PagedCacheView swa;
   PagedCacheView compressed;  // block_table null: the SWA cache is used
+
+  // SPEC §7. Capacities: rows [T, T_cap) are padding (-1, length 0), columns [W + P,
+  // W + P_cap) are -1; 0 means T and P.
+  int32_t row_capacity = 0;         // T_cap
+  int32_t compressed_capacity = 0;  // P_cap
+  OutputView output;
+  // Run-time sizes (device memory for CUDA, host memory for the host backend): T, D and R
+  // are read when the build runs. num_tokens, num_decode_tokens and num_requests above are
+  // then the capacities (rows of token_to_req and the output, of the decode matrices, of
+  // seq_lens and the tables); prefill_topk may have any rows (T - D is checked against
+  // them). Rows whose metadata breaks the SPEC §4 checks are written -1 with length 0.
+  const StepSizes* run_time_sizes = nullptr;
+  // With run_time_sizes: the build also writes the status of the step's metadata here (same
+  // memory as the sizes), overwriting what was there.
+  MetadataStatus* status = nullptr;
 };
 
 // Host copies of the step's structural metadata: what the once-per-step validation reads.
@@ -54,16 +86,25 @@ struct StepStructureHost {
 // The output of one build, in the backend's memory; valid until the builder's
 // release_outputs() (the end of the step).
 struct BuiltIndices {
-  int32_t* sparse_indices = nullptr;  // num_tokens x width, row-major, dense
+  int32_t* sparse_indices = nullptr;  // num_tokens x width, row r at r * row_stride
   int32_t* sparse_lens = nullptr;     // num_tokens
-  int32_t num_tokens = 0;
-  int32_t width = 0;                  // W + P
+  int32_t num_tokens = 0;             // rows: T_cap
+  int32_t width = 0;                  // W + P_cap
+  int64_t row_stride = 0;             // elements
 };
 
 // P = round_up(max(topk, Kd), 4).
 constexpr int32_t padded_compressed_width(int32_t topk, int32_t decode_width) {
   const int32_t m = topk > decode_width ? topk : decode_width;
   return (m + 3) / 4 * 4;
+}
+// W + P_cap and T_cap of a validated request.
+constexpr int32_t output_width(const BuildRequest& r) {
+  return r.window + (r.compressed_capacity > 0 ? r.compressed_capacity
+                                               : padded_compressed_width(r.topk, r.decode_compressed.cols));
+}
+constexpr int32_t output_rows(const BuildRequest& r) {
+  return r.row_capacity > 0 ? r.row_capacity : r.num_tokens;
 }
 
 }  // namespace dsv4::opt

@@ -48,12 +48,21 @@ class CudaBuilder final : public MixedSparseIndicesBuilder {
 
   Backend backend() const override { return Backend::kCuda; }
 
+  // Caller-owned outputs (SPEC §7) take no workspace: nothing but the launches, so that a
+  // stream capture records a build as its kernel (and the status check's, when asked).
   BuiltIndices build(const BuildRequest& request) override {
-    const OutputLayout layout = output_layout(request);
-    const BuiltIndices out = place_outputs(layout, arena_.take(layout.total_bytes));
+    BuiltIndices out;
+    if (writes_caller_outputs(request)) {
+      out = caller_outputs(request);
+    } else {
+      const OutputLayout layout = output_layout(request);
+      out = place_outputs(layout, arena_.take(layout.total_bytes));
+    }
+    const kernels::MixedSparseIndicesArgs args = make_mixed_sparse_indices_args(request, out, device_errors_.get());
+    if (request.status != nullptr) {
+      check_kernel_status(kernels::launch_metadata_check(args, request.status, launch_config_, stream_));
+    }
     if (out.num_tokens == 0) return out;
-    const kernels::MixedSparseIndicesArgs args = make_mixed_sparse_indices_args(
-        request, out.sparse_indices, out.sparse_lens, device_errors_.get());
     check_kernel_status(kernels::launch_mixed_sparse_indices(args, launch_config_, stream_));
     return out;
   }

@@ -1,9 +1,10 @@
 // Host backend: the kernels/ row functions run row by row on the CPU, outputs from a step
-// arena of host chunks reused across steps.
+// arena of host chunks reused across steps (or the caller's, SPEC §7).
 #include "optimized/host_builder.h"
 
 #include <cstdint>
 
+#include "kernels/metadata_checks.h"
 #include "kernels/mixed_sparse_indices_row.h"
 #include "optimized/host_memory.h"
 #include "optimized/kernel_args.h"
@@ -12,15 +13,28 @@
 namespace dsv4::opt {
 namespace {
 
-template <bool kPowerOfTwo, bool kVec4>
+// Rows [0, T) built, rows [T, T_cap) padding. kChecked: T, D and R come from the run-time
+// sizes (all rows padding when they do not fit the capacities), rows are checked.
+template <bool kPowerOfTwo, bool kVec4, bool kChecked>
 int64_t build_rows(const kernels::MixedSparseIndicesArgs& args) {
+  kernels::MixedSparseIndicesArgs step = args;
+  if constexpr (kChecked) kernels::resolve_run_time_sizes(step);
   int64_t errors = 0;
-  for (int32_t t = 0; t < args.num_tokens; ++t) {
+  for (int32_t t = 0; t < step.num_tokens; ++t) {
     int32_t row_errors = 0;
-    kernels::build_row<kPowerOfTwo, kVec4>(args, t, &row_errors);
+    kernels::build_row<kPowerOfTwo, kVec4, kChecked>(step, t, &row_errors);
     errors += row_errors;
   }
+  for (int32_t t = step.num_tokens; t < step.num_rows; ++t) kernels::write_padding_row<kVec4>(step, t, 0, 1);
   return errors;
+}
+
+template <bool kChecked>
+int64_t build_rows_of(const kernels::MixedSparseIndicesArgs& args) {
+  if (args.power_of_two_blocks) {
+    return args.vector_path ? build_rows<true, true, kChecked>(args) : build_rows<true, false, kChecked>(args);
+  }
+  return args.vector_path ? build_rows<false, true, kChecked>(args) : build_rows<false, false, kChecked>(args);
 }
 
 class HostBuilder final : public MixedSparseIndicesBuilder {
@@ -30,16 +44,17 @@ class HostBuilder final : public MixedSparseIndicesBuilder {
   Backend backend() const override { return Backend::kHost; }
 
   BuiltIndices build(const BuildRequest& request) override {
-    const OutputLayout layout = output_layout(request);
-    const BuiltIndices out = place_outputs(layout, arena_.take(layout.total_bytes));
-    if (out.num_tokens == 0) return out;
-    const kernels::MixedSparseIndicesArgs args =
-        make_mixed_sparse_indices_args(request, out.sparse_indices, out.sparse_lens, nullptr);
-    if (args.power_of_two_blocks) {
-      content_errors_ += args.vector_path ? build_rows<true, true>(args) : build_rows<true, false>(args);
+    BuiltIndices out;
+    if (writes_caller_outputs(request)) {
+      out = caller_outputs(request);
     } else {
-      content_errors_ += args.vector_path ? build_rows<false, true>(args) : build_rows<false, false>(args);
+      const OutputLayout layout = output_layout(request);
+      out = place_outputs(layout, arena_.take(layout.total_bytes));
     }
+    const kernels::MixedSparseIndicesArgs args = make_mixed_sparse_indices_args(request, out, nullptr);
+    if (request.status != nullptr) *request.status = kernels::check_metadata_serially(args);
+    if (out.num_tokens == 0) return out;
+    content_errors_ += request.run_time_sizes != nullptr ? build_rows_of<true>(args) : build_rows_of<false>(args);
     return out;
   }
 

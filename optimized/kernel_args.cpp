@@ -8,8 +8,10 @@ namespace {
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 kernels::BlockTableView table_view(const PagedCacheView& cache) {
-  return kernels::BlockTableView::make(cache.block_table, cache.num_rows, cache.blocks_per_row,
-                              cache.block_size);
+  return kernels::BlockTableView::make(cache.block_table, cache.num_rows, cache.blocks_per_row, cache.block_size,
+                                       cache.row_stride > 0 ? cache.row_stride : cache.blocks_per_row,
+                                       cache.block_span > 0 ? cache.block_span : cache.block_size,
+                                       cache.base_offset);
 }
 
 // A compressed cache is given when it has a table or a block size (an empty table may have no
@@ -20,9 +22,9 @@ bool has_compressed_cache(const BuildRequest& r) {
 
 }  // namespace
 
-kernels::MixedSparseIndicesArgs make_mixed_sparse_indices_args(const BuildRequest& r,
-                                                      int32_t* sparse_indices, int32_t* sparse_lens,
-                                                      unsigned long long* content_errors) {
+kernels::MixedSparseIndicesArgs make_mixed_sparse_indices_args(const BuildRequest& r, const BuiltIndices& out,
+                                                               unsigned long long* content_errors) {
+  int32_t* sparse_indices = out.sparse_indices;
   kernels::MixedSparseIndicesArgs a{};
   a.window = r.window;
   a.ratio = r.ratio;
@@ -30,7 +32,10 @@ kernels::MixedSparseIndicesArgs make_mixed_sparse_indices_args(const BuildReques
   a.num_requests = r.num_requests;
   a.num_tokens = r.num_tokens;
   a.num_decode_tokens = r.num_decode_tokens;
-  a.row_width = r.window + padded_compressed_width(r.topk, r.decode_compressed.cols);
+  a.row_width = output_width(r);
+  a.num_rows = output_rows(r);
+  a.run_time_sizes = r.run_time_sizes;
+  a.prefill_rows = r.prefill_topk.rows;
 
   a.decode_swa_indices = r.decode_swa_indices.data;
   a.decode_swa_stride = r.decode_swa_indices.row_stride;
@@ -52,7 +57,8 @@ kernels::MixedSparseIndicesArgs make_mixed_sparse_indices_args(const BuildReques
   a.power_of_two_blocks = a.swa.power_of_two && a.compressed.power_of_two;
 
   a.sparse_indices = sparse_indices;
-  a.sparse_lens = sparse_lens;
+  a.output_stride = static_cast<int32_t>(out.row_stride);  // validated to fit int32
+  a.sparse_lens = out.sparse_lens;
   a.content_errors = content_errors;
 
   // Rows start 16-byte aligned when the base is and the row stride is a multiple of 4
@@ -61,20 +67,18 @@ kernels::MixedSparseIndicesArgs make_mixed_sparse_indices_args(const BuildReques
   const auto rows_aligned = [](const Int32Matrix& m) {  // an empty matrix is never read
     return m.rows == 0 || m.cols == 0 || (aligned16(m.data) && m.row_stride % 4 == 0);
   };
-  a.vector_path = r.window % 4 == 0 && aligned16(sparse_indices) && rows_aligned(r.decode_swa_indices) &&
+  a.vector_path = r.window % 4 == 0 && aligned16(sparse_indices) && out.row_stride % 4 == 0 &&
+                  rows_aligned(r.decode_swa_indices) &&
                   rows_aligned(r.decode_compressed) && rows_aligned(r.prefill_topk);
   return a;
 }
 
-}  // namespace dsv4::opt
 
-namespace dsv4::opt {
 
 OutputLayout output_layout(const BuildRequest& request) {
   OutputLayout layout;
-  layout.num_tokens = request.num_tokens;
-  layout.width =
-      request.window + padded_compressed_width(request.topk, request.decode_compressed.cols);
+  layout.num_tokens = output_rows(request);
+  layout.width = output_width(request);
   const size_t index_bytes = static_cast<size_t>(layout.num_tokens) *
                              static_cast<size_t>(layout.width) * sizeof(int32_t);
   layout.lens_offset_bytes = (index_bytes + 255) / 256 * 256;
@@ -88,10 +92,21 @@ BuiltIndices place_outputs(const OutputLayout& layout, void* memory) {
   BuiltIndices out;
   out.num_tokens = layout.num_tokens;
   out.width = layout.width;
+  out.row_stride = layout.width;
   if (memory == nullptr) return out;
   char* base = static_cast<char*>(memory);
   out.sparse_indices = reinterpret_cast<int32_t*>(base);
   out.sparse_lens = reinterpret_cast<int32_t*>(base + layout.lens_offset_bytes);
+  return out;
+}
+
+BuiltIndices caller_outputs(const BuildRequest& request) {
+  BuiltIndices out;
+  out.sparse_indices = request.output.sparse_indices;
+  out.sparse_lens = request.output.sparse_lens;
+  out.num_tokens = output_rows(request);
+  out.width = output_width(request);
+  out.row_stride = request.output.row_stride;
   return out;
 }
 

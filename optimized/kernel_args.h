@@ -8,14 +8,14 @@
 
 namespace dsv4::opt {
 
-// `request` must have passed validate_request_shape. Outputs: sparse_indices T x (W + P),
-// sparse_lens T; content_errors: the device counter (CUDA) or null (host).
-kernels::MixedSparseIndicesArgs make_mixed_sparse_indices_args(const BuildRequest& request,
-                                                      int32_t* sparse_indices, int32_t* sparse_lens,
-                                                      unsigned long long* content_errors);
+// `request` must have passed validate_request_shape. `out`: where the build writes (T_cap rows
+// of W + P_cap columns at out.row_stride); content_errors: the device counter (CUDA) or null
+// (host).
+kernels::MixedSparseIndicesArgs make_mixed_sparse_indices_args(const BuildRequest& request, const BuiltIndices& out,
+                                                               unsigned long long* content_errors);
 
-// One build's outputs inside one arena allocation: sparse_indices (T x width), then
-// sparse_lens (T) at the next 256-byte boundary.
+// One build's outputs inside one arena allocation: sparse_indices (T_cap x width, dense), then
+// sparse_lens (T_cap) at the next 256-byte boundary.
 struct OutputLayout {
   int32_t num_tokens = 0;
   int32_t width = 0;  // W + P
@@ -25,5 +25,9 @@ struct OutputLayout {
 OutputLayout output_layout(const BuildRequest& request);
 // `memory`: total_bytes from an arena (null when total_bytes is 0).
 BuiltIndices place_outputs(const OutputLayout& layout, void* memory);
+// The caller-owned outputs of `request` (request.output.sparse_indices non-null; SPEC §7).
+BuiltIndices caller_outputs(const BuildRequest& request);
+// Whether `request` writes into caller-owned outputs (SPEC §7) rather than the workspace.
+inline bool writes_caller_outputs(const BuildRequest& request) { return request.output.sparse_indices != nullptr; }
 
 }  // namespace dsv4::opt

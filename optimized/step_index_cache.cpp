@@ -7,6 +7,24 @@
 #include "optimized/backend_buffer.h"
 
 namespace dsv4::opt {
+namespace {
+
+// A build's indices on the host, num_tokens x width dense (rows may sit row_stride apart).
+std::vector<int32_t> host_indices(Backend backend, const BuiltIndices& built) {
+  const auto width = static_cast<size_t>(built.width);
+  std::vector<int32_t> host(static_cast<size_t>(built.num_tokens) * width);
+  if (built.row_stride == built.width) {
+    copy_to_host(backend, host.data(), built.sparse_indices, host.size() * sizeof(int32_t));
+    return host;
+  }
+  for (int32_t t = 0; t < built.num_tokens; ++t) {
+    copy_to_host(backend, host.data() + static_cast<size_t>(t) * width, built.sparse_indices + t * built.row_stride,
+                 width * sizeof(int32_t));
+  }
+  return host;
+}
+
+}  // namespace
 
 bool CacheKey::operator==(const CacheKey& o) const {
   return kind == o.kind && num_tokens == o.num_tokens && num_decode_tokens == o.num_decode_tokens &&
@@ -16,7 +34,10 @@ bool CacheKey::operator==(const CacheKey& o) const {
          has_decode_valid == o.has_decode_valid && swa_block_size == o.swa_block_size &&
          swa_blocks_per_row == o.swa_blocks_per_row &&
          compressed_block_size == o.compressed_block_size &&
-         compressed_blocks_per_row == o.compressed_blocks_per_row;
+         compressed_blocks_per_row == o.compressed_blocks_per_row && swa_table == o.swa_table &&
+         compressed_table == o.compressed_table && row_capacity == o.row_capacity &&
+         compressed_capacity == o.compressed_capacity && output == o.output &&
+         run_time_sizes == o.run_time_sizes && status == o.status;
 }
 
 CacheKey cache_key(LayerKind kind, const BuildRequest& r) {
@@ -37,6 +58,13 @@ CacheKey cache_key(LayerKind kind, const BuildRequest& r) {
   key.swa_blocks_per_row = r.swa.blocks_per_row;
   key.compressed_block_size = r.compressed.block_size;
   key.compressed_blocks_per_row = r.compressed.blocks_per_row;
+  key.swa_table = CacheKey::TableAddressing{r.swa.row_stride, r.swa.block_span, r.swa.base_offset};
+  key.compressed_table = CacheKey::TableAddressing{r.compressed.row_stride, r.compressed.block_span, r.compressed.base_offset};
+  key.row_capacity = r.row_capacity;
+  key.compressed_capacity = r.compressed_capacity;
+  key.output = r.output.sparse_indices;
+  key.run_time_sizes = r.run_time_sizes;
+  key.status = r.status;
   return key;
 }
 
@@ -92,7 +120,10 @@ int64_t StepIndexCache::take_content_errors() {
 
 void StepIndexCache::verify_hit(const Entry& entry, const BuildRequest& request) {
   counted_errors_ += builder_.take_content_errors();  // keep what real builds counted
-  const BuiltIndices rebuilt = builder_.build(request);
+  BuildRequest in_workspace = request;  // never over the caller-owned outputs it checks
+  in_workspace.output = OutputView{};
+  in_workspace.status = nullptr;
+  const BuiltIndices rebuilt = builder_.build(in_workspace);
   (void)builder_.take_content_errors();  // the rebuild's errors were counted at the first build
   const BuiltIndices& cached = entry.built;
   const char* kind = layer_kind_name(entry.key.kind);
@@ -105,26 +136,23 @@ void StepIndexCache::verify_hit(const Entry& entry, const BuildRequest& request)
   if (rebuilt.num_tokens != cached.num_tokens) fail("num_tokens", cached.num_tokens, rebuilt.num_tokens);
   if (rebuilt.width != cached.width) fail("width", cached.width, rebuilt.width);
 
-  const size_t count = static_cast<size_t>(cached.num_tokens) * static_cast<size_t>(cached.width);
-  std::vector<int32_t> cached_host(count), rebuilt_host(count);
-  const Backend backend = builder_.backend();
-  copy_to_host(backend, cached_host.data(), cached.sparse_indices, count * sizeof(int32_t));
-  copy_to_host(backend, rebuilt_host.data(), rebuilt.sparse_indices, count * sizeof(int32_t));
-  for (size_t i = 0; i < count; ++i) {
+  const size_t width = static_cast<size_t>(cached.width);
+  const std::vector<int32_t> cached_host = host_indices(builder_.backend(), cached);
+  std::vector<int32_t> rebuilt_host = host_indices(builder_.backend(), rebuilt);
+  for (size_t i = 0; i < cached_host.size(); ++i) {
     if (cached_host[i] != rebuilt_host[i]) {
-      const size_t width = static_cast<size_t>(cached.width);
       fail("token " + std::to_string(i / width) + ", column " + std::to_string(i % width),
            cached_host[i], rebuilt_host[i]);
     }
   }
+  const Backend backend = builder_.backend();
   const size_t tokens = static_cast<size_t>(cached.num_tokens);
-  cached_host.resize(tokens);
-  rebuilt_host.resize(tokens);
-  copy_to_host(backend, cached_host.data(), cached.sparse_lens, tokens * sizeof(int32_t));
-  copy_to_host(backend, rebuilt_host.data(), rebuilt.sparse_lens, tokens * sizeof(int32_t));
+  std::vector<int32_t> cached_lens(tokens), rebuilt_lens(tokens);
+  copy_to_host(backend, cached_lens.data(), cached.sparse_lens, tokens * sizeof(int32_t));
+  copy_to_host(backend, rebuilt_lens.data(), rebuilt.sparse_lens, tokens * sizeof(int32_t));
   for (size_t t = 0; t < tokens; ++t) {
-    if (cached_host[t] != rebuilt_host[t]) {
-      fail("token " + std::to_string(t) + ", column sparse_lens", cached_host[t], rebuilt_host[t]);
+    if (cached_lens[t] != rebuilt_lens[t]) {
+      fail("token " + std::to_string(t) + ", column sparse_lens", cached_lens[t], rebuilt_lens[t]);
     }
   }
 }

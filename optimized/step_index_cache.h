@@ -23,6 +23,20 @@ struct CacheKey {
   bool decode_local = false, has_decode_lens = false, has_decode_valid = false;
   int32_t swa_block_size = 0, swa_blocks_per_row = 0;
   int32_t compressed_block_size = 0, compressed_blocks_per_row = 0;
+  // SPEC §7: addressing, capacities, and where the build writes and reads its sizes (layers
+  // given different caller-owned outputs are built into each).
+  struct TableAddressing {
+    int64_t row_stride = 0;
+    int32_t block_span = 0, base_offset = 0;
+    bool operator==(const TableAddressing& o) const {
+      return row_stride == o.row_stride && block_span == o.block_span && base_offset == o.base_offset;
+    }
+  };
+  TableAddressing swa_table, compressed_table;
+  int32_t row_capacity = 0, compressed_capacity = 0;
+  const int32_t* output = nullptr;
+  const StepSizes* run_time_sizes = nullptr;
+  const MetadataStatus* status = nullptr;
   bool operator==(const CacheKey& o) const;
 };
 CacheKey cache_key(LayerKind kind, const BuildRequest& request);

@@ -34,14 +34,59 @@ void check_matrix(const char* field, const Int32Matrix& m, int64_t rows, const c
 // Field names are only assembled when a check fails: the per-layer path must not allocate.
 void check_cache(const char* name, const PagedCacheView& cache, int32_t num_requests) {
   if (cache.block_size < 1) reject(name, ".block_size = ", cache.block_size, " must be >= 1");
+  if (cache.block_span != 0 && cache.block_span < cache.block_size) {
+    reject(name, ".block_span = ", cache.block_span, " is below ", name, ".block_size = ", cache.block_size,
+           " (0 means block_size)");
+  }
+  if (cache.row_stride != 0 && cache.row_stride < cache.blocks_per_row) {
+    reject(name, ".row_stride = ", cache.row_stride, " is below its ", cache.blocks_per_row,
+           " blocks per row (0 means dense)");
+  }
   if (cache.blocks_per_row < 0) {
     reject(name, ".blocks_per_row = ", cache.blocks_per_row, " must be >= 0");
   }
-  if (cache.num_rows != num_requests) {
-    reject(name, ".block_table has ", cache.num_rows, " rows, expected R = ", num_requests);
+  // A persistent [max_num_reqs][max_blocks] table may hold more rows (SPEC §7); rows >= R
+  // are never read.
+  if (cache.num_rows < num_requests) {
+    reject(name, ".block_table has ", cache.num_rows, " rows, fewer than R = ", num_requests);
   }
   if (int64_t{cache.num_rows} * cache.blocks_per_row > 0 && cache.block_table == nullptr) {
     reject(name, ".block_table is null");
+  }
+}
+
+// SPEC §7: capacities, caller-owned outputs, run-time sizes and the status word.
+void check_engine_fields(const BuildRequest& r) {
+  check_at_least("row_capacity", r.row_capacity, 0);
+  if (r.run_time_sizes != nullptr && r.row_capacity != 0 && r.row_capacity != r.num_tokens) {
+    reject("row_capacity = ", r.row_capacity, " must equal T_cap = ", r.num_tokens,
+           " (num_tokens: the rows of token_to_req) with run-time sizes");
+  }
+  if (r.row_capacity != 0 && r.row_capacity < r.num_tokens) {
+    reject("row_capacity = ", r.row_capacity, " is below T = ", r.num_tokens);
+  }
+  check_at_least("compressed_capacity", r.compressed_capacity, 0);
+  const int32_t P = padded_compressed_width(r.topk, r.decode_compressed.cols);
+  if (r.compressed_capacity != 0 && r.compressed_capacity < P) {
+    reject("compressed_capacity = ", r.compressed_capacity, " is below P = ", P, " (round_up(max(topk, Kd), 4))");
+  }
+  if (int64_t{r.window} + r.compressed_capacity > INT32_MAX) {
+    reject("compressed_capacity = ", r.compressed_capacity, ": the output width W + P_cap exceeds int32");
+  }
+  const OutputView& out = r.output;
+  if (out.sparse_indices != nullptr) {
+    if (reinterpret_cast<uintptr_t>(out.sparse_indices) % 16 != 0) {
+      reject("output.sparse_indices is not 16-byte aligned");
+    }
+    if (out.row_stride < output_width(r) || out.row_stride % 4 != 0 || out.row_stride > INT32_MAX) {
+      reject("output.row_stride = ", out.row_stride, " must be a multiple of 4 and >= W + P_cap = ", output_width(r));
+    }
+    if (out.sparse_lens == nullptr && output_rows(r) > 0) reject("output.sparse_lens is null");
+  } else if (out.sparse_lens != nullptr) {
+    reject("output.sparse_lens is given without output.sparse_indices");
+  }
+  if (r.status != nullptr && r.run_time_sizes == nullptr) {
+    reject("status is given without run_time_sizes (the host validates host-sized steps)");
   }
 }
 
@@ -80,8 +125,13 @@ void validate_request_shape(const BuildRequest& r) {
     reject("decode_valid is given with decode_local = false (validity belongs to the local form)");
   }
   check_at_least("prefill_topk columns Kp", r.prefill_topk.cols, 0);
-  check_matrix("prefill_topk", r.prefill_topk, int64_t{r.num_tokens} - r.num_decode_tokens, "T - D",
-               r.prefill_topk.cols, "Kp");
+  // With run-time sizes prefill_topk is a buffer of any rows: T - D is checked against them
+  // when the build runs.
+  check_at_least("prefill_topk rows", r.prefill_topk.rows, 0);
+  check_matrix("prefill_topk", r.prefill_topk,
+               r.run_time_sizes != nullptr ? r.prefill_topk.rows : int64_t{r.num_tokens} - r.num_decode_tokens,
+               "T - D", r.prefill_topk.cols, "Kp");
+  check_engine_fields(r);
 
   if (r.num_tokens > 0) {
     if (r.query_start_loc == nullptr) reject("query_start_loc is null");

@@ -82,7 +82,8 @@ BuilderInputs layer_builder_inputs(const Step& step, const ModelSchedule& schedu
 
 // The metadata is computed once per step (as an engine does); the builds are not shared.
 std::vector<BuilderOutput> run_step_uncached(const Step& step, const ModelSchedule& schedule,
-                                             const std::vector<C4aIndexerOutput>& c4a_per_layer) {
+                                             const std::vector<C4aIndexerOutput>& c4a_per_layer,
+                                             const LayerInputsEdit& edit) {
   if (c4a_per_layer.size() != static_cast<size_t>(schedule.num_layers())) {
     reject("c4a_per_layer has size " + std::to_string(c4a_per_layer.size()) +
            ", expected one per layer: " + std::to_string(schedule.num_layers()) + " layers");
@@ -92,7 +93,9 @@ std::vector<BuilderOutput> run_step_uncached(const Step& step, const ModelSchedu
   outputs.reserve(c4a_per_layer.size());
   for (int32_t layer = 0; layer < schedule.num_layers(); ++layer) {
     const C4aIndexerOutput* c4a = &c4a_per_layer[static_cast<size_t>(layer)];
-    outputs.push_back(build_mixed_sparse_indices(inputs_for_layer(step, schedule, layer, c4a, meta)));
+    BuilderInputs in = inputs_for_layer(step, schedule, layer, c4a, meta);
+    if (edit) edit(layer, in);
+    outputs.push_back(build_mixed_sparse_indices(in));
   }
   return outputs;
 }

@@ -14,6 +14,11 @@ int32_t padded_compressed_width(int32_t topk, int32_t decode_width) {
   return static_cast<int32_t>((int64_t{std::max(topk, decode_width)} + 3) / 4 * 4);
 }
 
+int32_t output_width(const BuilderInputs& in) {
+  const int32_t P = padded_compressed_width(in.topk, static_cast<int32_t>(in.decode_compressed.cols()));
+  return in.window + in.compressed_capacity.value_or(P);
+}
+
 namespace {
 
 // pos(t) of SPEC §2.
@@ -26,17 +31,22 @@ int32_t position(const BuilderInputs& in, int32_t t, int32_t r) {
 
 BuilderOutput build_mixed_sparse_indices(const BuilderInputs& in) {
   validate_builder_inputs(in);
-  const int32_t W = in.window;
   const auto T = static_cast<int32_t>(in.token_to_req.size());
   const auto D = static_cast<int32_t>(in.decode_swa_indices.rows());
+  return build_rows(in, in.row_capacity.value_or(T), T, D, [](int32_t) { return true; });
+}
+
+BuilderOutput build_rows(const BuilderInputs& in, int32_t rows, int32_t T, int32_t D,
+                         const std::function<bool(int32_t)>& build_row) {
+  const int32_t W = in.window;
   const auto Kd = static_cast<int32_t>(in.decode_compressed.cols());
   const auto Kp = static_cast<int32_t>(in.prefill_topk.cols());
-  const int32_t P = padded_compressed_width(in.topk, Kd);
+  const int32_t P = output_width(in) - W;  // P_cap: columns past round_up(max(topk, Kd), 4) are -1
   const PagedCache& compressed_cache = in.compressed ? *in.compressed : in.swa;
 
   BuilderOutput out;
-  out.sparse_indices.resize(T, W + P);
-  out.sparse_lens.resize(T);
+  out.sparse_indices = IndexMatrix::Constant(rows, W + P, -1);  // padding rows stay so
+  out.sparse_lens = IndexVector::Zero(rows);
   // A lookup the cache cannot answer is a content error: -1, counted.
   auto lookup = [&out](const PagedCache& cache, int32_t r, int32_t i) {
     const int32_t slot = paged_slot(cache, r, i);
@@ -44,7 +54,8 @@ BuilderOutput build_mixed_sparse_indices(const BuilderInputs& in) {
     return slot;
   };
 
-  for (int32_t t = 0; t < D; ++t) {
+  for (int32_t t = 0; t < std::min(D, T); ++t) {
+    if (!build_row(t)) continue;
     const int32_t r = in.token_to_req(t);
     for (int32_t c = 0; c < W; ++c) out.sparse_indices(t, c) = in.decode_swa_indices(t, c);
     int32_t picks = 0;  // local form: entries with v >= 0
@@ -70,6 +81,7 @@ BuilderOutput build_mixed_sparse_indices(const BuilderInputs& in) {
   }
 
   for (int32_t t = D; t < T; ++t) {
+    if (!build_row(t)) continue;
     const int32_t pi = t - D;
     const int32_t r = in.token_to_req(t);
     const int32_t p = position(in, t, r);

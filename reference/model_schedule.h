@@ -1,6 +1,7 @@
 // Layer kinds and the DeepSeek-V4 layer schedules (SPEC §1, §5). The reference owns its
 // own copy of the ratio -> kind mapping so it can disagree with optimized/.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -35,9 +36,14 @@ ModelSchedule deepseek_v4_pro();    // 61 layers: 0 SWA-only, 30 C4A, 31 C128A; 
 BuilderInputs layer_builder_inputs(const Step& step, const ModelSchedule& schedule, int32_t layer,
                                    const C4aIndexerOutput* c4a);
 
+// Called with each layer's builder inputs before its build: how a caller builds what it staged
+// differently from SPEC §6's defaults (an optional input left out, another top-k).
+using LayerInputsEdit = std::function<void(int32_t layer, BuilderInputs& inputs)>;
+
 // The uncached per-step run: one build per layer, in layer order. c4a_per_layer has one entry
 // per layer (entries of non-C4A layers are ignored).
 std::vector<BuilderOutput> run_step_uncached(const Step& step, const ModelSchedule& schedule,
-                                             const std::vector<C4aIndexerOutput>& c4a_per_layer);
+                                             const std::vector<C4aIndexerOutput>& c4a_per_layer,
+                                             const LayerInputsEdit& edit = nullptr);
 
 }  // namespace dsv4::ref

@@ -20,7 +20,8 @@ void validate_step_structure(const IndexVector& query_start_loc, const IndexVect
 void validate_decode_boundary(const IndexVector& query_start_loc, int32_t num_decode_tokens,
                               const std::string& name);
 
-// block_size >= 1 and one table row per request. `name` is the cache's field name ("swa").
+// block_size >= 1, block_span (when given) >= block_size, at least one table row per request
+// (more are allowed: SPEC §7). `name` is the cache's field name ("swa").
 void validate_paged_cache(const PagedCache& cache, const std::string& name, int32_t num_requests);
 
 // A Step's layout (validate_step_structure, num_decode_tokens at a request boundary,

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# On a CUDA machine: build with CUDA, run the GPU tests, compute-sanitizer memcheck and
-# racecheck + synccheck over them, and `dsv4 verify` on both backends. Logs go to OUTDIR.
+# On a CUDA machine: build with CUDA, run the GPU tests (`ctest -L gpu`: the CUDA instance of
+# every backend-parametrized test, and the CUDA-only ones), compute-sanitizer memcheck and
+# racecheck + synccheck over them (the properties with 20 cases each), and `dsv4 verify` on
+# both backends. Logs go to OUTDIR.
 # DEPS (optional): a folder with usr/ holding RapidCheck, nlohmann_json and CLI11 (unpacked
 # Debian packages librapidcheck-dev, nlohmann-json3-dev, libcli11-dev), for machines that
 # can't apt-get them.
@@ -30,8 +32,12 @@ step "dsv4 verify --steps $steps --backend all" "$r"
 tail -25 "$out/verify.log" | tee -a "$out/summary.txt"
 for tool in memcheck racecheck synccheck; do
   leak=(); [ $tool = memcheck ] && leak=(--leak-check full)
-  timeout "${SANITIZER_TIMEOUT:-300}" compute-sanitizer --tool $tool --error-exitcode 3 "${leak[@]}" ./build-gpu/tests/gpu_tests \
-    > "$out/sanitizer_$tool.log" 2>&1 && r=ok || { r="FAILED rc=$?"; status=1; }
-  step "compute-sanitizer $tool" "$r ($(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/sanitizer_$tool.log" | tail -1))"
+  for exe in optimized_tests property_tests; do
+    RC_PARAMS="max_success=20" timeout "${SANITIZER_TIMEOUT:-300}" compute-sanitizer --tool $tool --error-exitcode 3 \
+      "${leak[@]}" ./build-gpu/tests/$exe --gtest_filter='Cuda*' > "$out/sanitizer_${tool}_$exe.log" 2>&1 &&
+      r=ok || { r="FAILED rc=$?"; status=1; }
+    step "compute-sanitizer $tool $exe" \
+      "$r ($(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/sanitizer_${tool}_$exe.log" | tail -1))"
+  done
 done
 exit $status

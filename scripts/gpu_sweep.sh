@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Kernel tuning run on a CUDA machine: builds gpu_tests + kernel_bench (sm_90), runs the GPU
-# tests, then kernel_bench --shape_sweep over the issue-8 target cases (every compiled launch
+# Kernel tuning run on a CUDA machine: builds the optimized tests + kernel_bench (sm_90), runs
+# their CUDA instances, then kernel_bench --shape_sweep over the issue-8 target cases (every compiled launch
 # shape, each checked against the reference first) plus the launch floors, and an Nsight
 # Compute profile of the policy's kernel on C4A prefill 8K. Logs and JSON go to OUTDIR.
 #   DEPS=.deps/root scripts/gpu_sweep.sh OUTDIR
@@ -19,11 +19,11 @@ fi
 { nvidia-smi; nvcc --version; } > "$out/env.txt" 2>&1
 { cmake -S . -B build-sweep -G Ninja -DCMAKE_BUILD_TYPE=Release -DDSV4_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES=90 "${extra[@]}" &&
-  cmake --build build-sweep -j "$(nproc)" --target gpu_tests kernel_bench; } > "$out/build.log" 2>&1 ||
+  cmake --build build-sweep -j "$(nproc)" --target optimized_tests kernel_bench; } > "$out/build.log" 2>&1 ||
   { tail -40 "$out/build.log"; exit 1; }
 echo "== build ok"
-timeout 300 ./build-sweep/tests/gpu_tests > "$out/gpu_tests.log" 2>&1
-echo "== gpu_tests rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$out/gpu_tests.log" | tr '\n' ' ')"
+timeout 300 ./build-sweep/tests/optimized_tests --gtest_filter='Cuda*' > "$out/gpu_tests.log" 2>&1
+echo "== optimized_tests (CUDA) rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$out/gpu_tests.log" | tr '\n' ' ')"
 grep -E '^\[  FAILED' "$out/gpu_tests.log" | head -5
 timeout 240 ./build-sweep/bench/kernel_bench --backends=cuda --shape_sweep \
   --benchmark_filter='cuda/(shape|launch_floor|copy_bw|kernel/(flash/(SWA-only|C4A|C128A)|pro/C4A)/(prefill1K|prefill8K|prefill8K_ctx120K|decode64_ctx8K)/)' \

@@ -7,13 +7,13 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "harness/cli.h"
 #include "harness/npy.h"
+#include "support/scratch_dir.h"
 
 namespace dsv4::harness::testing {
 
@@ -42,31 +42,10 @@ inline bool contains(const std::string& text, const std::string& part) { return 
 #define EXPECT_NOT_CONTAINS(text, part) \
   EXPECT_FALSE(::dsv4::harness::testing::contains(text, part)) << "'" << (part) << "' in:\n" << (text)
 
-// A fresh directory under the system temp dir, removed at scope exit.
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::random_device rd;
-    path_ = fs::temp_directory_path() / ("dsv4_cli_test_" + std::to_string(rd()) + std::to_string(rd()));
-    fs::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  std::string str() const { return path_.string(); }
-  fs::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  fs::path path_;
-};
-
 inline std::string shipped(const std::string& name) { return std::string(DSV4_TEST_DATA_DIR) + "/" + name; }
 
 // A scratch copy of a shipped capture, to break.
-class CaptureCopy : public ScratchDir {
+class CaptureCopy : public dsv4::testing::ScratchDir {
  public:
   explicit CaptureCopy(const std::string& name = "capture_flash_mixed") {
     fs::copy(shipped(name), *this / "c", fs::copy_options::recursive);

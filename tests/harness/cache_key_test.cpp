@@ -10,16 +10,20 @@
 #include <random>
 
 #include "harness/backend_step.h"
+#include "harness/compare_build.h"
 #include "harness/counting_builder.h"
 #include "harness/staged_request.h"
-#include "optimized/host_builder.h"
 #include "optimized/step_index_cache.h"
 #include "property_util.h"
+#include "support/backend_test.h"
 
 namespace dsv4::harness {
 namespace {
 
 using testing::small_steps;
+
+using CacheKey = testing::BackendTest;
+DSV4_ON_EVERY_BACKEND(CacheKey);
 
 enum class KeyProperty {
   kNone, kWindow, kTopk, kDecodeWidth, kPrefillWidth, kSwaBlockSize, kCompressedBlockSize,
@@ -85,14 +89,13 @@ ref::IndexVector c128a_units(const ref::Step& s) {
   return u;
 }
 
-bool same_output(const ref::BuilderOutput& want, const HostIndices& got) {
-  return want.sparse_indices.rows() == got.sparse_indices.rows() &&
-         want.sparse_indices.cols() == got.sparse_indices.cols() &&
-         want.sparse_lens.size() == got.sparse_lens.size() &&
-         want.sparse_indices == got.sparse_indices && want.sparse_lens == got.sparse_lens;
+// `built` (downloaded) equals the reference's output, indices and lens (errors are not taken).
+void same_output(const ref::BuilderOutput& want, opt::Backend backend, const opt::BuiltIndices& built, int32_t D) {
+  for (const Mismatch& m : compare_build(want, download(backend, built), want.content_errors, D, Mismatch{}))
+    RC_FAIL(format_mismatch(m));
 }
 
-RC_GTEST_PROP(CacheKey, SameKindLayersDifferingInOneKeyPropertyAreSeparateEntries, ()) {
+void separate_entries(opt::MixedSparseIndicesBuilder& inner) {
   const StepCase c = *gen_step_case(ScheduleChoice::kRandom, small_steps());
   const bool c128a = *rc::gen::arbitrary<bool>();
   ref::ModelSchedule schedule = c.schedule;
@@ -169,8 +172,9 @@ RC_GTEST_PROP(CacheKey, SameKindLayersDifferingInOneKeyPropertyAreSeparateEntrie
 
   const ref::BuilderOutput want_base = ref::build_mixed_sparse_indices(base);
   const ref::BuilderOutput want_other = ref::build_mixed_sparse_indices(other);
-  const StagedRequest a(opt::Backend::kHost, base), b(opt::Backend::kHost, other);
-  CountingBuilder builder(opt::make_host_builder());
+  const opt::Backend backend = inner.backend();
+  const StagedRequest a(backend, base), b(backend, other);
+  CountingBuilder builder(inner);
   opt::StepIndexCache cache(builder);
   const opt::LayerKind kind = c128a ? opt::LayerKind::kC128A : opt::LayerKind::kSwaOnly;
   const opt::BuiltIndices x1 = cache.get_or_build(kind, a.request());
@@ -184,9 +188,13 @@ RC_GTEST_PROP(CacheKey, SameKindLayersDifferingInOneKeyPropertyAreSeparateEntrie
   RC_ASSERT(cache.hits() == 4 - entries);
   RC_ASSERT(x2.sparse_indices == x1.sparse_indices);
   RC_ASSERT(y2.sparse_indices == y1.sparse_indices);
-  RC_ASSERT(same_output(want_base, download(opt::Backend::kHost, x1)));
-  RC_ASSERT(same_output(want_other, download(opt::Backend::kHost, y1)));
+  same_output(want_base, backend, x1, static_cast<int32_t>(base.decode_swa_indices.rows()));
+  same_output(want_other, backend, y1, static_cast<int32_t>(other.decode_swa_indices.rows()));
   cache.end_step();
+}
+
+TEST_P(CacheKey, SameKindLayersDifferingInOneKeyPropertyAreSeparateEntries) {
+  testing::check_property([this] { separate_entries(builder()); });
 }
 
 }  // namespace

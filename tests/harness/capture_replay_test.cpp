@@ -4,15 +4,16 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <random>
 #include <string>
 
 #include "harness/capture.h"
 #include "harness/step_factory.h"
+#include "support/scratch_dir.h"
 
 namespace dsv4::harness {
 namespace {
 
+using dsv4::testing::ScratchDir;
 namespace fs = std::filesystem;
 
 std::string data_dir(const std::string& name) { return std::string(DSV4_TEST_DATA_DIR) + "/" + name; }
@@ -67,24 +68,6 @@ TEST(CaptureReplayTest, ProPrefillReplaysCleanly) {
   EXPECT_EQ(total_content_errors(outputs), 0);
 }
 
-class TempDir {
- public:
-  TempDir() {
-    std::random_device rd;
-    path_ = fs::temp_directory_path() / ("dsv4_replay_test_" + std::to_string(rd()) + std::to_string(rd()));
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string str() const { return path_.string(); }
-
- private:
-  fs::path path_;
-};
-
 void expect_same_outputs(const std::vector<ref::BuilderOutput>& a, const std::vector<ref::BuilderOutput>& b) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t l = 0; l < a.size(); ++l) {
@@ -123,7 +106,7 @@ TEST(CaptureReplayTest, SavedFactoryStepsReplayToTheSameOutput) {
     original.step = make_step(c.shape);
     original.schedule = c.schedule;
     original.c4a_per_layer = make_c4a_indexer_outputs(original.step, c.schedule, c.shape.seed);
-    TempDir dir;
+    ScratchDir dir;
     save_capture(original, dir.str());
     const Capture loaded = load_capture(dir.str());
     const auto expected = ref::run_step_uncached(original.step, original.schedule, original.c4a_per_layer);

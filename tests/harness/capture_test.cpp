@@ -8,39 +8,19 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "harness/npy.h"
+#include "support/scratch_dir.h"
 
 namespace dsv4::harness {
 namespace {
 
+using dsv4::testing::ScratchDir;
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-// A fresh directory under the system temp dir, removed at scope exit.
-class TempDir {
- public:
-  TempDir() {
-    std::random_device rd;
-    path_ = fs::temp_directory_path() / ("dsv4_capture_test_" + std::to_string(rd()) + std::to_string(rd()));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string str() const { return path_.string(); }
-  fs::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  fs::path path_;
-};
 
 ref::IndexVector vec(std::vector<int32_t> v) {
   return Eigen::Map<ref::IndexVector>(v.data(), static_cast<Eigen::Index>(v.size()));
@@ -140,20 +120,20 @@ void expect_same_capture(const Capture& a, const Capture& b) {
 }
 
 TEST(CaptureTest, RoundTripMixedStep) {
-  TempDir dir;
+  ScratchDir dir;
   const Capture c = mixed_capture();
   save_capture(c, dir.str());
   expect_same_capture(c, load_capture(dir.str()));
 }
 
 TEST(CaptureTest, RoundTripEmptyStepAndEmptyDecodeValid) {
-  TempDir dir;
+  ScratchDir dir;
   const Capture c = empty_capture();
   save_capture(c, dir.str());
   expect_same_capture(c, load_capture(dir.str()));
 
   // decode_valid may be empty (all valid) even with decode tokens.
-  TempDir dir2;
+  ScratchDir dir2;
   Capture m = mixed_capture();
   m.step.decode_valid.clear();
   save_capture(m, dir2.str());
@@ -161,7 +141,7 @@ TEST(CaptureTest, RoundTripEmptyStepAndEmptyDecodeValid) {
 }
 
 TEST(CaptureTest, SaveCreatesMissingDirectoriesAndOverwrites) {
-  TempDir dir;
+  ScratchDir dir;
   const std::string nested = (dir / "a" / "b").string();
   save_capture(empty_capture(), nested);
   const Capture c = mixed_capture();
@@ -170,20 +150,20 @@ TEST(CaptureTest, SaveCreatesMissingDirectoriesAndOverwrites) {
 }
 
 TEST(CaptureTest, SaveRejectsWrongNumberOfC4aEntries) {
-  TempDir dir;
+  ScratchDir dir;
   Capture c = mixed_capture();
   c.c4a_per_layer.resize(3);
   EXPECT_THROW(save_capture(c, dir.str()), std::invalid_argument);
 }
 
 TEST(CaptureTest, SaveReportsUnwritableDirectory) {
-  TempDir dir;
+  ScratchDir dir;
   std::ofstream(dir / "plain_file") << "x";
   EXPECT_THROW(save_capture(mixed_capture(), (dir / "plain_file").string()), std::runtime_error);
 }
 
 TEST(CaptureTest, ManifestIsReadableJson) {
-  TempDir dir;
+  ScratchDir dir;
   save_capture(mixed_capture(), dir.str());
   std::ifstream in(dir / "manifest.json");
   const json m = json::parse(in);
@@ -230,7 +210,7 @@ class MalformedCaptureTest : public ::testing::Test {
     }
   }
 
-  TempDir dir_;
+  ScratchDir dir_;
   json manifest_;
 };
 

@@ -1,70 +1,73 @@
-// The differential property on the host backend: reference == optimized uncached ==
-// optimized cached, for every layer, on random valid steps of every schedule kind.
+// The differential property on every backend: reference == optimized uncached == optimized
+// cached, for every layer, on random valid steps of every schedule kind, in random layouts.
 #include <gtest/gtest.h>
-#include <rapidcheck/gtest.h>
 
 #include "harness/differential.h"
 #include "harness/step_factory.h"
 #include "property_util.h"
+#include "support/backend_test.h"
+#include "support/expectations.h"
 
-namespace dsv4::harness {
+namespace dsv4::testing {
 namespace {
 
-using testing::host_only;
-using testing::kReplayHint;
-using testing::small_steps;
+using harness::ScheduleChoice;
 
-RC_GTEST_PROP(Differential, RandomSchedulesAgreeOnHost, ()) {
-  const StepCase c = *gen_step_case(ScheduleChoice::kRandom, small_steps());
-  DSV4_RC_ASSERT_AGREES(differential_check(c, host_only(), kReplayHint));
+using Differential = BackendTest;
+DSV4_ON_EVERY_BACKEND(Differential);
+
+TEST_P(Differential, RandomSchedulesAgree) {
+  check_property([this] {
+    const harness::StepCase c = *harness::gen_step_case(ScheduleChoice::kRandom, small_steps());
+    DSV4_RC_ASSERT_AGREES(harness::differential_check(c, on_this_backend(), kReplayHint));
+  });
 }
 
-RC_GTEST_PROP(Differential, FlashStepsAgreeOnHost, ()) {
-  const StepCase c = *gen_step_case(ScheduleChoice::kFlash, small_steps());
-  const DifferentialSummary s = differential_check(c, host_only(), kReplayHint);
-  DSV4_RC_ASSERT_AGREES(s);
-  RC_ASSERT(s.backends.at(0).calls_cached == 23);
+// Flash or Pro steps, with the cached path's call count (Flash 23, Pro 31).
+void real_schedule_steps_agree(ScheduleChoice choice, const harness::DifferentialOptions& options) {
+  check_property([&] {
+    const harness::StepCase c = *harness::gen_step_case(choice, small_steps());
+    const harness::DifferentialSummary s = harness::differential_check(c, options, kReplayHint);
+    DSV4_RC_ASSERT_AGREES(s);
+    RC_ASSERT(s.backends.at(0).calls_cached == harness::expected_builder_calls(c.schedule, true));
+  });
 }
-
-RC_GTEST_PROP(Differential, ProStepsAgreeOnHost, ()) {
-  const StepCase c = *gen_step_case(ScheduleChoice::kPro, small_steps());
-  const DifferentialSummary s = differential_check(c, host_only(), kReplayHint);
-  DSV4_RC_ASSERT_AGREES(s);
-  RC_ASSERT(s.backends.at(0).calls_cached == 31);
-}
+TEST_P(Differential, FlashStepsAgree) { real_schedule_steps_agree(ScheduleChoice::kFlash, on_this_backend()); }
+TEST_P(Differential, ProStepsAgree) { real_schedule_steps_agree(ScheduleChoice::kPro, on_this_backend()); }
 
 // One checker for many steps, as the CLI runs: the builder's workspace is recycled between
 // steps, and nothing of an earlier step may leak into a later one.
-TEST(Differential, OneCheckerAcrossManyStepsAgrees) {
-  DifferentialChecker checker(host_only());
-  const rc::Gen<StepCase> gen = gen_step_case(ScheduleChoice::kAny, small_steps());
-  DifferentialSummary total;
-  for (int i = 0; i < 60; ++i) total.add(checker.check(draw_step_case(gen, 500 + static_cast<uint64_t>(i), i % 101)));
-  EXPECT_TRUE(total.ok()) << total.report();
+TEST_P(Differential, OneCheckerAcrossManyStepsAgrees) {
+  harness::DifferentialChecker checker(on_this_backend());
+  const rc::Gen<harness::StepCase> gen = harness::gen_step_case(ScheduleChoice::kAny, small_steps());
+  harness::DifferentialSummary total;
+  for (int i = 0; i < 60; ++i) total.add(checker.check(harness::draw(gen, 500 + static_cast<uint64_t>(i), i % 101)));
+  EXPECT_TRUE(agrees(total));
   EXPECT_EQ(total.steps, 60);
   ASSERT_EQ(total.backends.size(), 1u);
   EXPECT_EQ(total.backends[0].calls_uncached, total.layers);
   EXPECT_LT(total.backends[0].calls_cached, total.backends[0].calls_uncached);
 }
 
-// A realistic Flash step from the deterministic factory: the numbers of SPEC §1's table.
-TEST(Differential, FactoryFlashStepAgreesWith43To23Builds) {
-  StepShape shape;
+// A realistic Flash step from the deterministic factory: 43 builds uncached, 23 cached.
+TEST_P(Differential, FactoryFlashStepAgrees) {
+  harness::StepShape shape;
   shape.num_decodes = 6;
   shape.decode_tokens_each = 2;
   shape.decode_context = 3000;
   shape.num_prefills = 2;
   shape.prefill_tokens_each = 64;
   shape.prefill_context = 17000;
-  const ref::ModelSchedule schedule = ref::deepseek_v4_flash();
-  const ref::Step step = make_step(shape);
-  const StepCase c{step, schedule, make_c4a_indexer_outputs(step, schedule, 3), {}};
-  const DifferentialSummary s = differential_check(c, host_only());
-  EXPECT_TRUE(s.ok()) << s.report();
-  EXPECT_EQ(s.backends.at(0).calls_uncached, 43);
-  EXPECT_EQ(s.backends.at(0).calls_cached, 23);
+  harness::StepCase c;
+  c.schedule = ref::deepseek_v4_flash();
+  c.step = harness::make_step(shape);
+  c.c4a_per_layer = harness::make_c4a_indexer_outputs(c.step, c.schedule, 3);
+  const harness::DifferentialSummary s = harness::differential_check(c, on_this_backend());
+  EXPECT_TRUE(agrees(s));
+  EXPECT_EQ(s.backends.at(0).calls_uncached, harness::expected_builder_calls(c.schedule, false));
+  EXPECT_EQ(s.backends.at(0).calls_cached, harness::expected_builder_calls(c.schedule, true));
   EXPECT_EQ(s.reference_content_errors, 0);
 }
 
 }  // namespace
-}  // namespace dsv4::harness
+}  // namespace dsv4::testing

@@ -28,15 +28,13 @@ RC_GTEST_PROP(Generators, ValidStepsPassValidationWithoutContentErrors, ()) {
   RC_ASSERT(c.c4a_per_layer.size() == c.schedule.compress_ratios.size());
   RC_ASSERT(c.step.decode_valid.empty() ||
             c.step.decode_valid.size() == static_cast<size_t>(c.step.num_decode_tokens));
-  const auto outputs = ref::run_step_uncached(c.step, c.schedule, c.c4a_per_layer);  // throws if invalid
-  RC_ASSERT(total_errors(outputs) == 0);
+  RC_ASSERT(total_errors(reference_outputs(c)) == 0);  // throws if invalid
 }
 
 RC_GTEST_PROP(Generators, CorruptedStepsPassValidationAndCarryContentErrors, ()) {
   const StepCase c = *gen_corrupted_step_case(ScheduleChoice::kAny, small_steps());
   RC_ASSERT(!c.notes.empty());
-  const auto outputs = ref::run_step_uncached(c.step, c.schedule, c.c4a_per_layer);
-  RC_ASSERT(total_errors(outputs) > 0);
+  RC_ASSERT(total_errors(reference_outputs(c)) > 0);
 }
 
 // What a few hundred drawn cases contain: every feature the generators promise appears.
@@ -47,7 +45,7 @@ TEST(Generators, CoverTheSpace) {
   };
   const rc::Gen<StepCase> gen = gen_step_case(ScheduleChoice::kAny, StepLimits{});
   for (int i = 0; i < 600; ++i) {
-    const StepCase c = draw_step_case(gen, 1000 + static_cast<uint64_t>(i), i % 101);
+    const StepCase c = draw(gen, 1000 + static_cast<uint64_t>(i), i % 101);
     const ref::Step& s = c.step;
     const int32_t T = s.num_tokens(), D = s.num_decode_tokens, R = s.num_requests();
     count("empty step", T == 0);
@@ -103,6 +101,26 @@ TEST(Generators, CoverTheSpace) {
     for (int32_t r = 0; r < R; ++r)
       tail |= static_cast<int64_t>(s.swa.block_table.cols() - 1) * s.swa.block_size >= s.seq_lens(r);
     count("unused tail entries", tail);
+
+    const StepLayout& l = c.layout;
+    count("dense layout", describe(l) == "dense");
+    count("decode_swa_indices strided", l.decode_swa_indices.row_padding > 0);
+    count("c128a_decode_global strided", l.c128a_decode_global.row_padding > 0);
+    count("c128a_prefill_local strided", l.c128a_prefill_local.row_padding > 0);
+    count("decode_swa_indices misaligned", l.decode_swa_indices.misalign > 0);
+    bool c4a_strided = false, c4a_misaligned = false, own_topk = false;
+    for (size_t layer = 0; layer < l.c4a_decode_local.size(); ++layer) {
+      c4a_strided |= l.c4a_decode_local[layer].row_padding > 0 && l.c4a_prefill_topk[layer].row_padding > 0;
+      c4a_misaligned |= l.c4a_prefill_topk[layer].misalign > 0;
+      own_topk |= l.c4a_topk[layer] >= 0 && l.c4a_topk[layer] != c.schedule.c4a_topk;
+    }
+    count("C4A inputs strided", c4a_strided);
+    count("C4A inputs misaligned", c4a_misaligned);
+    count("a C4A layer with its own top-k", own_topk);
+    count("no decode_valid", l.drop_decode_valid);
+    count("no C128A decode lens", l.drop_c128a_decode_lens);
+    count("C4A through the SWA table", l.drop_c4a_table);
+    count("C128A through the SWA table", l.drop_c128a_table);
   }
   for (const auto& [feature, n] : seen) {
     EXPECT_GT(n, 0) << "no drawn case has: " << feature;
@@ -110,9 +128,33 @@ TEST(Generators, CoverTheSpace) {
   }
 }
 
+// The builds below the step level (builder and cache tests) and their layouts.
+TEST(Generators, CoverTheBuildSpace) {
+  std::map<std::string, int> seen;
+  for (uint64_t seed = 0; seed < 400; ++seed) {
+    const ref::BuilderInputs in = draw(gen_builder_inputs(), seed);
+    const RequestLayout l = draw(gen_request_layout(), seed);
+    const Eigen::Index kd = in.decode_compressed.cols();
+    seen["ratio 2 or 3"] += in.ratio == 2 || in.ratio == 3;
+    seen["window not a multiple of 4"] += in.window % 4 != 0;
+    seen["global decode with lens"] += !in.decode_local && in.decode_compressed_lens.has_value() && kd > 0;
+    seen["global decode without lens"] += !in.decode_local && !in.decode_compressed_lens && kd > 0;
+    seen["local decode with decode_valid"] += in.decode_local && in.decode_valid.has_value() && kd > 0;
+    seen["local decode without decode_valid"] += in.decode_local && !in.decode_valid && kd > 0;
+    seen["no compressed table"] += !in.compressed;
+    seen["Kd above topk"] += kd > in.topk;
+    seen["Kp above topk"] += in.prefill_topk.cols() > in.topk;
+    seen["dense layout"] += l.decode_swa_indices.row_padding == 0 && l.prefill_topk.row_padding == 0 &&
+                            l.decode_compressed.row_padding == 0 && l.prefill_topk.misalign == 0;
+    seen["matrices strided differently"] += l.decode_swa_indices.row_padding != l.prefill_topk.row_padding;
+    seen["one matrix misaligned, another not"] += (l.decode_compressed.misalign == 0) != (l.prefill_topk.misalign == 0);
+  }
+  for (const auto& [feature, n] : seen) EXPECT_GT(n, 0) << "no drawn build has: " << feature;
+}
+
 TEST(Generators, SameSeedAndSizeDrawTheSameCase) {
   const rc::Gen<StepCase> gen = gen_step_case(ScheduleChoice::kRandom, StepLimits{});
-  const StepCase a = draw_step_case(gen, 42, 60), b = draw_step_case(gen, 42, 60);
+  const StepCase a = draw(gen, 42, 60), b = draw(gen, 42, 60);
   EXPECT_EQ(describe(a), describe(b));
   EXPECT_EQ(a.step.swa.block_table, b.step.swa.block_table);
   EXPECT_EQ(a.step.seq_lens, b.step.seq_lens);
@@ -121,7 +163,7 @@ TEST(Generators, SameSeedAndSizeDrawTheSameCase) {
 TEST(Generators, SizeZeroDrawsAtMostOneTokenOfShortContext) {
   const rc::Gen<StepCase> gen = gen_step_case(ScheduleChoice::kAny, StepLimits{});
   for (uint64_t seed = 0; seed < 50; ++seed) {
-    const StepCase c = draw_step_case(gen, seed, 0);
+    const StepCase c = draw(gen, seed, 0);
     EXPECT_LE(c.step.num_tokens(), 1);
     for (int32_t r = 0; r < c.step.num_requests(); ++r) EXPECT_LE(c.step.seq_lens(r), 17);
   }

@@ -44,7 +44,7 @@ StepCase flash_case() {
   shape.seed = 3;
   const ref::ModelSchedule schedule = ref::deepseek_v4_flash();
   const ref::Step step = make_step(shape);
-  return StepCase{step, schedule, make_c4a_indexer_outputs(step, schedule, 3), {}};
+  return StepCase{step, schedule, make_c4a_indexer_outputs(step, schedule, 3), {}, {}};
 }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }

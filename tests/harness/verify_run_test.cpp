@@ -133,7 +133,7 @@ TEST(Replay, ShippedCapturesAgreeOnHost) {
                                            {"capture_flash_decode", 23},
                                            {"capture_pro_prefill", 31}}) {
     Capture cap = load_capture(std::string(DSV4_TEST_DATA_DIR) + "/" + name);
-    const StepCase c{std::move(cap.step), std::move(cap.schedule), std::move(cap.c4a_per_layer), {}};
+    const StepCase c{std::move(cap.step), std::move(cap.schedule), std::move(cap.c4a_per_layer), {}, {}};
     const DifferentialSummary s = differential_check(c, testing::host_only(), std::string("dsv4 replay ") + name);
     EXPECT_TRUE(s.ok()) << name << "\n" << s.report();
     ASSERT_EQ(s.backends.size(), 1u);

@@ -7,12 +7,15 @@
 #include <random>
 #include <vector>
 
+#include "harness/generators.h"
+#include "harness/hand_cases.h"
+#include "harness/staged_request.h"
 #include "kernels/fast_divider.h"
 #include "kernels/mixed_sparse_indices_policy.h"
 #include "kernels/mixed_sparse_indices_row.h"
 #include "optimized/host_memory.h"
 #include "optimized/kernel_args.h"
-#include "tests/optimized/optimized_test_support.h"
+#include "support/expectations.h"
 
 namespace dsv4::opt {
 namespace {
@@ -204,10 +207,9 @@ int64_t build_as_groups(const MixedSparseIndicesArgs& a, int32_t group_threads, 
 }
 
 ::testing::AssertionResult groups_match_reference(const ref::BuilderInputs& in, int32_t group_threads,
-                                                  int32_t chunks, Path path,
-                                                  testing::StagingOptions options) {
+                                                  int32_t chunks, Path path, const harness::RequestLayout& layout) {
   const ref::BuilderOutput expected = ref::build_mixed_sparse_indices(in);
-  testing::StagedRequest staged(Backend::kHost, in, options);
+  harness::StagedRequest staged(Backend::kHost, in, layout);
   const int32_t T = staged.request().num_tokens;
   const int32_t width = static_cast<int32_t>(expected.sparse_indices.cols());
   const size_t count = static_cast<size_t>(T) * static_cast<size_t>(width);
@@ -215,18 +217,21 @@ int64_t build_as_groups(const MixedSparseIndicesArgs& a, int32_t group_threads, 
   int32_t* lens = static_cast<int32_t*>(allocate_host((static_cast<size_t>(T) + 1) * sizeof(int32_t)));
   for (size_t i = 0; i < count; ++i) indices[i] = 0x5a5a5a5a;
   for (int32_t t = 0; t < T; ++t) lens[t] = 0x5a5a5a5a;
-  MixedSparseIndicesArgs a = make_mixed_sparse_indices_args(staged.request(), indices, lens, nullptr);
+  MixedSparseIndicesArgs a =
+      make_mixed_sparse_indices_args(staged.request(), BuiltIndices{indices, lens, T, width, width}, nullptr);
   if (a.row_width != width) return ::testing::AssertionFailure() << "row_width " << a.row_width;
   if (a.vector_path && in.window % 4 != 0) {
     return ::testing::AssertionFailure() << "vector_path for W = " << in.window;
   }
   if (a.vector_path != (in.window % 4 == 0 && all_input_rows_16_byte_aligned(staged.request()))) {
-    return ::testing::AssertionFailure() << "vector_path " << a.vector_path << " for W = " << in.window
-                                         << ", misalign " << options.misalign;
+    return ::testing::AssertionFailure() << "vector_path " << a.vector_path << " for W = " << in.window;
   }
-  const auto pow2 = [](int32_t b) { return b > 0 && (b & (b - 1)) == 0; };
-  const bool want_pow2 =
-      pow2(in.swa.block_size) && (!in.compressed.has_value() || pow2(in.compressed->block_size));
+  // The 32-bit fast path: power-of-two blocks without span or offset (SPEC §7).
+  const auto fast = [](const ref::PagedCache& c) {
+    return c.block_size > 0 && (c.block_size & (c.block_size - 1)) == 0 && c.span() == c.block_size &&
+           c.base_offset == 0;
+  };
+  const bool want_pow2 = fast(in.swa) && (!in.compressed.has_value() || fast(*in.compressed));
   if (a.power_of_two_blocks != want_pow2) {
     return ::testing::AssertionFailure() << "power_of_two_blocks " << a.power_of_two_blocks;
   }
@@ -245,22 +250,24 @@ int64_t build_as_groups(const MixedSparseIndicesArgs& a, int32_t group_threads, 
   actual.sparse_lens = Eigen::Map<const ref::IndexVector>(lens, T);
   release_host(indices);
   release_host(lens);
-  return testing::same_output(expected, actual, errors, static_cast<int32_t>(in.decode_swa_indices.rows()));
+  harness::Mismatch where;
+  where.backend = "host, as GPU groups";
+  where.window = in.window;
+  return testing::no_mismatch(
+      harness::compare_build(expected, actual, errors, static_cast<int32_t>(in.decode_swa_indices.rows()), where));
 }
 
 TEST(RowLogicAsGpuGroups, RandomBuildsOnEveryPathGroupAndChunkCount) {
-  const testing::StagingOptions stagings[] = {{0, 0}, {1, 0}, {4, 0}, {0, 1}};
   for (uint64_t seed = 0; seed < 150; ++seed) {
-    std::mt19937_64 rng(50000 + seed);
-    const ref::BuilderInputs in = testing::random_builder_inputs(rng);
-    const testing::StagingOptions staging = stagings[seed % 4];
+    const ref::BuilderInputs in = harness::draw(harness::gen_builder_inputs(), 50000 + seed);
+    const harness::RequestLayout staging = harness::draw(harness::gen_request_layout(), 50000 + seed);
     for (int32_t group : {1, 8, 16, 32, 64, 256}) {
       for (int32_t chunks : {1, 2, 4, 8}) {
         if ((seed + static_cast<uint64_t>(group) + static_cast<uint64_t>(chunks)) % 3 != 0) continue;
         for (Path path : {Path::kAsChosen, Path::kScalar, Path::kGeneralBlockMath}) {
           ASSERT_TRUE(groups_match_reference(in, group, chunks, path, staging))
               << "seed " << 50000 + seed << " group " << group << " chunks " << chunks << " path "
-              << static_cast<int>(path) << ": " << testing::describe(in);
+              << static_cast<int>(path) << ": " << harness::describe(in);
         }
       }
     }
@@ -269,20 +276,19 @@ TEST(RowLogicAsGpuGroups, RandomBuildsOnEveryPathGroupAndChunkCount) {
 
 // Wide rows (a group's ranks each own chunks in several passes) and the tiny batch.
 TEST(RowLogicAsGpuGroups, WideRowsAndTinyBatch) {
-  testing::RandomShape wide;
+  harness::BuildLimits wide;
   wide.max_topk = 1500;
   wide.max_context = 3000;
   wide.max_requests = 3;
   for (uint64_t seed = 0; seed < 12; ++seed) {
-    std::mt19937_64 rng(60000 + seed);
-    const ref::BuilderInputs in = testing::random_builder_inputs(rng, wide);
+    const ref::BuilderInputs in = harness::draw(harness::gen_builder_inputs(wide), 60000 + seed);
     for (int32_t group : {8, 32, 256}) {
       for (int32_t chunks : {2, 8}) {
-        ASSERT_TRUE(groups_match_reference(in, group, chunks, Path::kAsChosen, {})) << testing::describe(in);
+        ASSERT_TRUE(groups_match_reference(in, group, chunks, Path::kAsChosen, {})) << harness::describe(in);
       }
     }
   }
-  for (const ref::BuilderInputs& in : {testing::tiny_swa_only(), testing::tiny_c128a(), testing::tiny_c4a()}) {
+  for (const ref::BuilderInputs& in : {harness::tiny_swa_only(), harness::tiny_c128a(), harness::tiny_c4a()}) {
     for (int32_t group : {1, 8, 16, 32, 64, 256}) {
       for (int32_t chunks : {1, 2, 4, 8}) {
         EXPECT_TRUE(groups_match_reference(in, group, chunks, Path::kAsChosen, {}));

@@ -1,6 +1,7 @@
-// The per-layer path allocates nothing in steady state: StepIndexer::layer_indices (shape check,
-// cache lookup or build from the recycled workspace) does no heap allocation once the workspace
-// has seen the step's shape. Counted with a replaced global operator new (this binary only).
+// The per-layer path allocates nothing in steady state, on every backend: StepIndexer::
+// layer_indices (shape check, cache lookup or build from the recycled workspace, the launch)
+// does no host heap allocation once the workspace has seen the step's shape. Counted with a
+// replaced global operator new (this binary only).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -8,8 +9,8 @@
 
 #include "harness/backend_step.h"
 #include "harness/step_factory.h"
-#include "optimized/host_builder.h"
 #include "optimized/step_indexer.h"
+#include "support/backend_test.h"
 
 namespace {
 thread_local bool g_counting = false;
@@ -39,10 +40,13 @@ void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
 void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
 
-namespace dsv4::opt {
+namespace dsv4::testing {
 namespace {
 
-TEST(NoAllocation, SteadyStateLayerCallsDoNotAllocate) {
+using NoAllocationTest = BackendTest;
+DSV4_ON_EVERY_BACKEND(NoAllocationTest);
+
+TEST_P(NoAllocationTest, SteadyStateLayerCallsDoNotAllocate) {
   harness::StepShape shape;
   shape.num_decodes = 4;
   shape.decode_context = 2000;
@@ -52,10 +56,10 @@ TEST(NoAllocation, SteadyStateLayerCallsDoNotAllocate) {
   const ref::Step step = harness::make_step(shape);
   for (const ref::ModelSchedule& schedule : {ref::deepseek_v4_flash(), ref::deepseek_v4_pro()}) {
     const auto c4a = harness::make_c4a_indexer_outputs(step, schedule, 3);
-    const harness::BackendStep staged(Backend::kHost, step, schedule, c4a);
-    auto builder = make_host_builder();
+    const harness::BackendStep staged(backend(), step, schedule, c4a);
+    auto builder = make_builder();
     for (int s = 0; s < 3; ++s) {
-      StepIndexer indexer(*builder, staged.inputs());
+      opt::StepIndexer indexer(*builder, staged.inputs());
       g_allocations = 0;
       g_counting = s > 0;  // the first step sizes the workspace
       for (int32_t layer = 0; layer < schedule.num_layers(); ++layer) {
@@ -72,10 +76,10 @@ TEST(NoAllocation, SteadyStateLayerCallsDoNotAllocate) {
 TEST(NoAllocation, CounterSeesAllocations) {
   g_allocations = 0;
   g_counting = true;
-  auto builder = make_host_builder();
+  auto builder = opt::make_host_builder();
   g_counting = false;
   EXPECT_GT(g_allocations, 0);
 }
 
 }  // namespace
-}  // namespace dsv4::opt
+}  // namespace dsv4::testing

@@ -6,42 +6,29 @@
 
 #include <climits>
 #include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "harness/generators.h"
+#include "harness/hand_cases.h"
+#include "harness/staged_request.h"
 #include "optimized/host_builder.h"
 #include "optimized/layer_kind.h"
 #include "optimized/step_indexer.h"
 #include "optimized/validation.h"
-#include "tests/optimized/optimized_test_support.h"
+#include "support/assertions.h"
 
 namespace dsv4::opt {
 namespace {
 
-using testing::mat;
-using testing::vec;
-
-::testing::AssertionResult throws_naming(const std::function<void()>& call,
-                                         const std::vector<std::string>& needles) {
-  try {
-    call();
-  } catch (const std::invalid_argument& e) {
-    const std::string message = e.what();
-    for (const std::string& needle : needles) {
-      if (message.find(needle) == std::string::npos) {
-        return ::testing::AssertionFailure() << "message \"" << message << "\" lacks \"" << needle << "\"";
-      }
-    }
-    return ::testing::AssertionSuccess() << message;
-  } catch (const std::exception& e) {
-    return ::testing::AssertionFailure() << "threw another exception: " << e.what();
-  }
-  return ::testing::AssertionFailure() << "did not throw";
-}
+using harness::mat;
+using harness::StagedRequest;
+using testing::throws_naming;
 
 // A valid tiny C4A request whose host structure copies can be mutated independently.
 struct Fixture {
-  testing::StagedRequest staged{Backend::kHost, testing::tiny_c4a()};
+  StagedRequest staged{Backend::kHost, harness::tiny_c4a()};
   BuildRequest request = staged.request();
   std::vector<int32_t> qsl{0, 1, 3}, seq_lens{2, 10}, token_to_req{0, 1, 1};
   StepStructureHost host() const { return StepStructureHost{qsl.data(), seq_lens.data(), token_to_req.data()}; }
@@ -55,205 +42,95 @@ struct Fixture {
   }
 };
 
-TEST(Validation, TinyBatchesAreValid) {
-  for (const ref::BuilderInputs& in : {testing::tiny_swa_only(), testing::tiny_c128a(), testing::tiny_c4a()}) {
-    testing::StagedRequest staged(Backend::kHost, in);
-    EXPECT_NO_THROW(validate_request_shape(staged.request()));
-    EXPECT_NO_THROW(validate_step_structure(staged.request(), staged.host()));
+// Every hand-worked build is valid: the tiny batches, an empty step, an empty request in the
+// middle of a step (a decode request may hold zero tokens).
+TEST(Validation, HandCasesAreValid) {
+  for (const harness::HandCase& c : harness::hand_cases()) {
+    StagedRequest staged(Backend::kHost, c.inputs);
+    EXPECT_NO_THROW(validate_request_shape(staged.request())) << c.name;
+    EXPECT_NO_THROW(validate_step_structure(staged.request(), staged.host())) << c.name;
   }
 }
+
+// One broken field of the Fixture's request: rejected naming every needle, by the per-step
+// check and, for a `shape` error, by the O(1) per-build check too.
+struct Broken {
+  std::function<void(Fixture&)> mutate;
+  std::vector<std::string> needles;
+  bool shape = true;
+};
+void expect_rejected(const std::vector<Broken>& cases) {
+  for (const Broken& b : cases) {
+    Fixture f;
+    b.mutate(f);
+    EXPECT_TRUE(b.shape ? f.shape_rejected(b.needles) : f.rejected(b.needles)) << b.needles.front();
+  }
+}
+using F = Fixture;
 
 TEST(Validation, ScalarsBelowTheirMinimum) {
-  {
-    Fixture f;
-    f.request.window = 0;
-    EXPECT_TRUE(f.shape_rejected({"window = 0"}));
-  }
-  {
-    Fixture f;
-    f.request.ratio = 0;
-    EXPECT_TRUE(f.shape_rejected({"ratio = 0"}));
-  }
-  {
-    Fixture f;
-    f.request.topk = -7;
-    EXPECT_TRUE(f.shape_rejected({"topk = -7"}));
-  }
-  {
-    Fixture f;
-    f.request.swa.block_size = 0;
-    EXPECT_TRUE(f.shape_rejected({"swa.block_size = 0"}));
-  }
-  {
-    Fixture f;
-    f.request.compressed.block_size = -5;
-    EXPECT_TRUE(f.shape_rejected({"compressed.block_size = -5"}));
-  }
-}
-
-TEST(Validation, OutputWidthMustFitInt32) {
-  Fixture f;
-  f.request.topk = INT_MAX;
-  EXPECT_TRUE(f.shape_rejected({"topk = 2147483647", "int32"}));
+  expect_rejected({{[](F& f) { f.request.window = 0; }, {"window = 0"}},
+                   {[](F& f) { f.request.ratio = 0; }, {"ratio = 0"}},
+                   {[](F& f) { f.request.topk = -7; }, {"topk = -7"}},
+                   {[](F& f) { f.request.swa.block_size = 0; }, {"swa.block_size = 0"}},
+                   {[](F& f) { f.request.compressed.block_size = -5; }, {"compressed.block_size = -5"}},
+                   {[](F& f) { f.request.topk = INT_MAX; }, {"topk = 2147483647", "int32"}}});  // W + P
 }
 
 TEST(Validation, ViewShapes) {
-  {
-    Fixture f;
-    f.request.decode_swa_indices.cols = 7;
-    EXPECT_TRUE(f.shape_rejected({"decode_swa_indices", "7 columns", "window = 4"}));
-  }
-  {
-    Fixture f;
-    f.request.decode_compressed.rows = 2;
-    EXPECT_TRUE(f.shape_rejected({"decode_compressed", "2 rows", "D = 1"}));
-  }
-  {
-    Fixture f;  // zero columns = absent: any row count
-    f.request.decode_compressed.cols = 0;
-    f.request.decode_compressed.rows = 5;
-    EXPECT_NO_THROW(validate_step_structure(f.request, f.host()));
-  }
-  {
-    Fixture f;
-    f.request.prefill_topk.rows = 1;
-    EXPECT_TRUE(f.shape_rejected({"prefill_topk", "1 rows", "T - D = 2"}));
-  }
-  {
-    Fixture f;
-    f.request.decode_compressed.row_stride = 1;  // rows would overlap
-    f.request.decode_compressed.rows = 1;
-    EXPECT_NO_THROW(validate_request_shape(f.request));  // a single row has no stride
-  }
-  {
-    Fixture f;
-    f.request.prefill_topk.row_stride = 1;
-    EXPECT_TRUE(f.shape_rejected({"prefill_topk.row_stride = 1"}));
-  }
-  {
-    Fixture f;
-    f.request.prefill_topk.data = nullptr;
-    EXPECT_TRUE(f.shape_rejected({"prefill_topk.data is null"}));
-  }
-  {
-    Fixture f;
-    f.request.swa.num_rows = 1;
-    EXPECT_TRUE(f.shape_rejected({"swa.block_table", "1 rows", "R = 2"}));
-  }
-  {
-    Fixture f;
-    f.request.compressed.num_rows = 3;
-    EXPECT_TRUE(f.shape_rejected({"compressed.block_table", "3 rows", "R = 2"}));
-  }
-  {
-    Fixture f;
-    f.request.token_to_req = nullptr;
-    EXPECT_TRUE(f.shape_rejected({"token_to_req is null"}));
-  }
+  expect_rejected({
+      {[](F& f) { f.request.decode_swa_indices.cols = 7; }, {"decode_swa_indices", "7 columns", "window = 4"}},
+      {[](F& f) { f.request.decode_compressed.rows = 2; }, {"decode_compressed", "2 rows", "D = 1"}},
+      {[](F& f) { f.request.prefill_topk.rows = 1; }, {"prefill_topk", "1 rows", "T - D = 2"}},
+      {[](F& f) { f.request.prefill_topk.row_stride = 1; }, {"prefill_topk.row_stride = 1"}},
+      {[](F& f) { f.request.prefill_topk.data = nullptr; }, {"prefill_topk.data is null"}},
+      {[](F& f) { f.request.swa.num_rows = 1; }, {"swa.block_table", "1 rows", "R = 2"}},
+      {[](F& f) { f.request.compressed.num_rows = 1; }, {"compressed.block_table", "1 rows", "R = 2"}},  // more rows: SPEC §7
+      {[](F& f) { f.request.token_to_req = nullptr; }, {"token_to_req is null"}},
+      {[](F& f) {
+         f.request.num_decode_tokens = 5;
+         f.request.decode_swa_indices.rows = 5;
+       },
+       {"num_decode_tokens", "D = 5", "T = 3"}},
+      // Lens belong to the global form, validity to the local form.
+      {[](F& f) { f.request.decode_compressed_lens = f.request.seq_lens; }, {"decode_compressed_lens", "decode_local = true"}},
+      {[](F& f) { f.request.decode_local = false; }, {"decode_valid", "decode_local = false"}}});
+  Fixture absent;  // zero columns = absent: any row count
+  absent.request.decode_compressed.cols = 0;
+  absent.request.decode_compressed.rows = 5;
+  EXPECT_NO_THROW(validate_step_structure(absent.request, absent.host()));
+  Fixture one_row;  // a single row has no stride
+  one_row.request.decode_compressed.row_stride = 1;
+  one_row.request.decode_compressed.rows = 1;
+  EXPECT_NO_THROW(validate_request_shape(one_row.request));
 }
 
-TEST(Validation, LensOnlyWithGlobalFormAndValidityOnlyWithLocalForm) {
-  {
-    Fixture f;
-    f.request.decode_compressed_lens = f.request.seq_lens;  // any pointer
-    EXPECT_TRUE(f.shape_rejected({"decode_compressed_lens", "decode_local = true"}));
-  }
-  {
-    Fixture f;
-    f.request.decode_local = false;  // decode_valid still given
-    EXPECT_TRUE(f.shape_rejected({"decode_valid", "decode_local = false"}));
-  }
-}
-
-TEST(Validation, DecodeTokensCannotExceedT) {
-  Fixture f;
-  f.request.num_decode_tokens = 5;
-  f.request.decode_swa_indices.rows = 5;
-  EXPECT_TRUE(f.shape_rejected({"num_decode_tokens", "D = 5", "T = 3"}));
-}
-
-TEST(Validation, QueryStartLoc) {
-  {
-    Fixture f;
-    f.qsl = {1, 1, 3};
-    EXPECT_TRUE(f.rejected({"query_start_loc[0] = 1"}));
-  }
-  {
-    Fixture f;
-    f.qsl = {0, 4, 3};
-    EXPECT_TRUE(f.rejected({"query_start_loc[2] = 3", "query_start_loc[1] = 4"}));
-  }
-  {
-    Fixture f;
-    f.qsl = {0, 1, 2};
-    EXPECT_TRUE(f.rejected({"query_start_loc[2] = 2", "T = 3"}));
-  }
-}
-
-TEST(Validation, TokenToReq) {
-  {
-    Fixture f;
-    f.token_to_req = {0, 1, 2};
-    EXPECT_TRUE(f.rejected({"token_to_req[2] = 2", "R = 2"}));
-  }
-  {
-    Fixture f;
-    f.token_to_req = {0, -1, 1};
-    EXPECT_TRUE(f.rejected({"token_to_req[1] = -1"}));
-  }
-  {
-    Fixture f;
-    f.token_to_req = {0, 0, 1};
-    EXPECT_TRUE(f.rejected({"token_to_req[1] = 0", "query_start_loc"}));
-  }
-  {
-    Fixture f;
-    f.token_to_req = {1, 1, 1};
-    EXPECT_TRUE(f.rejected({"token_to_req[0] = 1", "query_start_loc"}));
-  }
-}
-
-TEST(Validation, SeqLens) {
-  {
-    Fixture f;
-    f.seq_lens = {2, 1};
-    EXPECT_TRUE(f.rejected({"seq_lens[1] = 1", "query length 2"}));
-  }
-  {
-    Fixture f;  // request 1's SWA row: 2 blocks of 64 = 128 tokens
-    f.seq_lens = {2, 128};
-    EXPECT_NO_THROW(validate_step_structure(f.request, f.host()));
-    f.seq_lens = {2, 129};
-    EXPECT_TRUE(f.rejected({"seq_lens[1] = 129", "128"}));
-    f.seq_lens = {2, INT_MAX};
-    EXPECT_TRUE(f.rejected({"seq_lens[1] = 2147483647"}));
-  }
+TEST(Validation, StepStructure) {
+  expect_rejected({{[](F& f) { f.qsl = {1, 1, 3}; }, {"query_start_loc[0] = 1"}, false},
+                   {[](F& f) { f.qsl = {0, 4, 3}; }, {"query_start_loc[2] = 3", "query_start_loc[1] = 4"}, false},
+                   {[](F& f) { f.qsl = {0, 1, 2}; }, {"query_start_loc[2] = 2", "T = 3"}, false},
+                   {[](F& f) { f.token_to_req = {0, 1, 2}; }, {"token_to_req[2] = 2", "R = 2"}, false},
+                   {[](F& f) { f.token_to_req = {0, -1, 1}; }, {"token_to_req[1] = -1"}, false},
+                   {[](F& f) { f.token_to_req = {0, 0, 1}; }, {"token_to_req[1] = 0", "query_start_loc"}, false},
+                   {[](F& f) { f.token_to_req = {1, 1, 1}; }, {"token_to_req[0] = 1", "query_start_loc"}, false},
+                   {[](F& f) { f.seq_lens = {2, 1}; }, {"seq_lens[1] = 1", "query length 2"}, false},
+                   // Request 1's SWA row holds 2 blocks of 64 = 128 tokens.
+                   {[](F& f) { f.seq_lens = {2, 129}; }, {"seq_lens[1] = 129", "128"}, false},
+                   {[](F& f) { f.seq_lens = {2, INT_MAX}; }, {"seq_lens[1] = 2147483647"}, false}});
+  Fixture full;
+  full.seq_lens = {2, 128};
+  EXPECT_NO_THROW(validate_step_structure(full.request, full.host()));
 }
 
 TEST(Validation, DecodeTokensMustEndAtARequestBoundary) {
   // D = 2 splits request 1 (tokens 1, 2).
-  ref::BuilderInputs in = testing::tiny_swa_only();
+  ref::BuilderInputs in = harness::tiny_swa_only();
   in.decode_swa_indices = mat(2, 4, {5, 6, -1, -1, 7, -1, -1, -1});
   in.prefill_topk = ref::IndexMatrix(1, 0);
-  testing::StagedRequest staged(Backend::kHost, in);
+  StagedRequest staged(Backend::kHost, in);
   EXPECT_NO_THROW(validate_request_shape(staged.request()));
   EXPECT_TRUE(throws_naming([&] { validate_step_structure(staged.request(), staged.host()); },
                             {"D = 2", "decode_swa_indices", "query_start_loc"}));
-}
-
-TEST(Validation, EmptyRequestsAndEmptyStepsAreValid) {
-  ref::BuilderInputs in;
-  in.window = 2;
-  in.ratio = 1;
-  in.decode_swa_indices = mat(1, 2, {3, -1});
-  in.prefill_topk = ref::IndexMatrix(1, 0);
-  in.query_start_loc = vec({0, 1, 1, 2});
-  in.seq_lens = vec({1, 0, 1});
-  in.token_to_req = vec({0, 2});
-  in.swa = ref::PagedCache{mat(3, 1, {0, 0, 1}), 16};
-  testing::StagedRequest staged(Backend::kHost, in);
-  EXPECT_NO_THROW(validate_step_structure(staged.request(), staged.host()));
-  EXPECT_TRUE(testing::build_matches_reference(*make_host_builder(), in));
 }
 
 // Random single structural mutations of random valid builds: the optimized validation throws
@@ -263,41 +140,42 @@ TEST(Validation, AgreesWithReferenceOnRandomStructuralMutations) {
   int rejected_count = 0;
   for (uint64_t seed = 0; seed < 600; ++seed) {
     std::mt19937_64 rng(seed);
-    ref::BuilderInputs in = testing::random_builder_inputs(rng);
+    auto uniform = [&rng](int32_t lo, int32_t hi) { return std::uniform_int_distribution<int32_t>(lo, hi)(rng); };
+    ref::BuilderInputs in = harness::draw(harness::gen_builder_inputs(), seed);
     const auto R = static_cast<int32_t>(in.seq_lens.size());
     const auto T = static_cast<int32_t>(in.token_to_req.size());
-    const int32_t what = testing::uniform(rng, 0, 9);
+    const int32_t what = uniform(0, 9);
     switch (what) {
       case 0:
-        if (R > 0) in.query_start_loc(testing::uniform(rng, 0, R)) += testing::uniform(rng, -2, 2);
+        if (R > 0) in.query_start_loc(uniform(0, R)) += uniform(-2, 2);
         break;
       case 1:
-        if (T > 0) in.token_to_req(testing::uniform(rng, 0, T - 1)) = testing::uniform(rng, -1, R);
+        if (T > 0) in.token_to_req(uniform(0, T - 1)) = uniform(-1, R);
         break;
       case 2:
-        if (R > 0) in.seq_lens(testing::uniform(rng, 0, R - 1)) += testing::uniform(rng, -3, 200);
+        if (R > 0) in.seq_lens(uniform(0, R - 1)) += uniform(-3, 200);
         break;
       case 3:
-        in.window = testing::uniform(rng, -1, 2);
+        in.window = uniform(-1, 2);
         in.decode_swa_indices = ref::IndexMatrix::Constant(in.decode_swa_indices.rows(),
                                                            std::max(in.window, 0), -1);
         break;
       case 4:
-        in.ratio = testing::uniform(rng, -1, 1);
+        in.ratio = uniform(-1, 1);
         break;
       case 5:
-        in.swa.block_size = testing::uniform(rng, -1, 2);
+        in.swa.block_size = uniform(-1, 2);
         break;
       case 6:
-        if (in.compressed) in.compressed->block_size = testing::uniform(rng, -1, 1);
+        if (in.compressed) in.compressed->block_size = uniform(-1, 1);
         break;
       case 7:
-        in.swa.block_table = ref::IndexMatrix::Zero(std::max(0, R + testing::uniform(rng, -1, 1)),
+        in.swa.block_table = ref::IndexMatrix::Zero(std::max(0, R + uniform(-1, 1)),
                                                     in.swa.block_table.cols());
         break;
       case 8: {  // move the decode/prefill boundary
         const auto D = static_cast<int32_t>(in.decode_swa_indices.rows());
-        const int32_t new_d = std::max(0, D + testing::uniform(rng, -2, 2));
+        const int32_t new_d = std::max(0, D + uniform(-2, 2));
         in.decode_swa_indices = ref::IndexMatrix::Constant(new_d, in.window, -1);
         in.decode_compressed = ref::IndexMatrix(0, 0);
         in.decode_compressed_lens.reset();
@@ -306,7 +184,7 @@ TEST(Validation, AgreesWithReferenceOnRandomStructuralMutations) {
         break;
       }
       default:
-        in.topk = testing::uniform(rng, -2, 3);
+        in.topk = uniform(-2, 3);
         break;
     }
     bool reference_rejects = false;
@@ -318,14 +196,14 @@ TEST(Validation, AgreesWithReferenceOnRandomStructuralMutations) {
     bool optimized_rejects = false;
     std::string message;
     try {
-      testing::StagedRequest staged(Backend::kHost, in);
+      StagedRequest staged(Backend::kHost, in);
       validate_step_structure(staged.request(), staged.host());
     } catch (const std::invalid_argument& e) {
       optimized_rejects = true;
       message = e.what();
     }
     ASSERT_EQ(reference_rejects, optimized_rejects)
-        << "seed " << seed << " mutation " << what << ": " << testing::describe(in) << " " << message;
+        << "seed " << seed << " mutation " << what << ": " << harness::describe(in) << " " << message;
     if (optimized_rejects) ++rejected_count;
   }
   EXPECT_GT(rejected_count, 100);  // the mutations do break things
@@ -333,7 +211,7 @@ TEST(Validation, AgreesWithReferenceOnRandomStructuralMutations) {
 
 // The StepIndexer validates once, in its constructor.
 TEST(Validation, StepIndexerRejectsABrokenStepUpFront) {
-  testing::StagedRequest staged(Backend::kHost, testing::tiny_c4a());
+  StagedRequest staged(Backend::kHost, harness::tiny_c4a());
   StepInputs step;
   step.num_requests = 2;
   step.num_tokens = 3;

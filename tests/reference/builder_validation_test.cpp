@@ -6,14 +6,15 @@
 #include <climits>
 
 #include "reference/mixed_sparse_indices.h"
-#include "tests/reference/tiny_batch.h"
+#include "harness/hand_cases.h"
+#include "support/assertions.h"
 
 namespace dsv4::ref {
 namespace {
 
-using testing::mat;
+using harness::mat;
 using testing::throws_naming;
-using testing::vec;
+using harness::vec;
 
 // Both entry points reject `in`, naming every needle; the output slot is left untouched.
 ::testing::AssertionResult rejected(const BuilderInputs& in, const std::vector<std::string>& needles) {
@@ -30,49 +31,49 @@ using testing::vec;
 }
 
 TEST(BuilderValidation, TinyBatchesAreValid) {
-  EXPECT_NO_THROW(validate_builder_inputs(testing::tiny_batch_swa_only()));
-  EXPECT_NO_THROW(validate_builder_inputs(testing::tiny_batch_c128a()));
-  EXPECT_NO_THROW(validate_builder_inputs(testing::tiny_batch_c4a()));
+  EXPECT_NO_THROW(validate_builder_inputs(harness::tiny_swa_only()));
+  EXPECT_NO_THROW(validate_builder_inputs(harness::tiny_c128a()));
+  EXPECT_NO_THROW(validate_builder_inputs(harness::tiny_c4a()));
 }
 
 TEST(BuilderValidation, ScalarsBelowTheirMinimum) {
-  BuilderInputs in = testing::tiny_batch_c4a();
+  BuilderInputs in = harness::tiny_c4a();
   in.window = -3;
   EXPECT_TRUE(rejected(in, {"window = -3"}));
-  in = testing::tiny_batch_c4a();
+  in = harness::tiny_c4a();
   in.window = 0;
   EXPECT_TRUE(rejected(in, {"window = 0"}));
-  in = testing::tiny_batch_c4a();
+  in = harness::tiny_c4a();
   in.ratio = 0;  // the builder never divides by a ratio below 1 (SPEC §6)
   EXPECT_TRUE(rejected(in, {"ratio = 0"}));
-  in = testing::tiny_batch_c4a();
+  in = harness::tiny_c4a();
   in.topk = -7;
   EXPECT_TRUE(rejected(in, {"topk = -7"}));
-  in = testing::tiny_batch_c4a();
+  in = harness::tiny_c4a();
   in.swa.block_size = -5;
   EXPECT_TRUE(rejected(in, {"swa.block_size = -5"}));
-  in = testing::tiny_batch_c4a();
+  in = harness::tiny_c4a();
   in.swa.block_size = 0;
   EXPECT_TRUE(rejected(in, {"swa.block_size = 0"}));
-  in = testing::tiny_batch_c4a();
+  in = harness::tiny_c4a();
   in.compressed->block_size = 0;
   EXPECT_TRUE(rejected(in, {"compressed.block_size = 0"}));
 }
 
 TEST(BuilderValidation, OutputWidthMustFitInt32) {
-  BuilderInputs in = testing::tiny_batch_c4a();
+  BuilderInputs in = harness::tiny_c4a();
   in.topk = INT_MAX;  // W + round_up(topk, 4) > INT32_MAX
   EXPECT_TRUE(rejected(in, {"topk = 2147483647"}));
 }
 
 TEST(BuilderValidation, DecodeSwaIndicesMustHaveWindowColumns) {
-  BuilderInputs in = testing::tiny_batch_c4a();
+  BuilderInputs in = harness::tiny_c4a();
   in.decode_swa_indices = mat(1, 7, {5, 6, -1, -1, -1, -1, -1});
   EXPECT_TRUE(rejected(in, {"decode_swa_indices", "7 columns", "window = 4"}));
 }
 
 TEST(BuilderValidation, DecodeCompressedMustHaveDRows) {
-  BuilderInputs in = testing::tiny_batch_c4a();
+  BuilderInputs in = harness::tiny_c4a();
   in.decode_compressed = mat(2, 2, {2, -1, 3, -1});
   EXPECT_TRUE(rejected(in, {"decode_compressed", "2 rows", "D = 1"}));
   // Zero columns means absent: any row count is fine then.
@@ -81,13 +82,13 @@ TEST(BuilderValidation, DecodeCompressedMustHaveDRows) {
 }
 
 TEST(BuilderValidation, DecodeCompressedLensMustHaveSizeD) {
-  BuilderInputs in = testing::tiny_batch_c128a();
+  BuilderInputs in = harness::tiny_c128a();
   in.decode_compressed_lens = vec({2, 2});
   EXPECT_TRUE(rejected(in, {"decode_compressed_lens", "size 2", "D = 1"}));
 }
 
 TEST(BuilderValidation, DecodeCompressedLensMustLieWithinDecodeWidth) {
-  BuilderInputs in = testing::tiny_batch_c128a();
+  BuilderInputs in = harness::tiny_c128a();
   in.decode_compressed_lens = vec({3});  // Kd = 2
   EXPECT_TRUE(rejected(in, {"decode_compressed_lens[0] = 3", "Kd = 2"}));
   in.decode_compressed_lens = vec({-1});
@@ -95,64 +96,68 @@ TEST(BuilderValidation, DecodeCompressedLensMustLieWithinDecodeWidth) {
 }
 
 TEST(BuilderValidation, DecodeValidMustHaveSizeD) {
-  BuilderInputs in = testing::tiny_batch_c4a();
+  BuilderInputs in = harness::tiny_c4a();
   in.decode_valid = std::vector<uint8_t>{1, 1};
   EXPECT_TRUE(rejected(in, {"decode_valid", "size 2", "D = 1"}));
 }
 
 TEST(BuilderValidation, LensOnlyWithGlobalFormAndValidityOnlyWithLocalForm) {
-  BuilderInputs in = testing::tiny_batch_c4a();
+  BuilderInputs in = harness::tiny_c4a();
   in.decode_compressed_lens = vec({1});
   EXPECT_TRUE(rejected(in, {"decode_compressed_lens", "decode_local = true"}));
-  in = testing::tiny_batch_c128a();
+  in = harness::tiny_c128a();
   in.decode_valid = std::vector<uint8_t>{1};
   EXPECT_TRUE(rejected(in, {"decode_valid", "decode_local = false"}));
 }
 
 TEST(BuilderValidation, PrefillTopkMustHaveTMinusDRows) {
-  BuilderInputs in = testing::tiny_batch_c4a();
+  BuilderInputs in = harness::tiny_c4a();
   in.prefill_topk = mat(1, 2, {0, 1});
   EXPECT_TRUE(rejected(in, {"prefill_topk", "1 rows", "T - D = 2"}));
-  in = testing::tiny_batch_swa_only();
+  in = harness::tiny_swa_only();
   in.prefill_topk = mat(0, 0, {});  // SWA-only still needs (T - D) x 0
   EXPECT_TRUE(rejected(in, {"prefill_topk", "0 rows", "T - D = 2"}));
 }
 
-TEST(BuilderValidation, BlockTablesMustHaveOneRowPerRequest) {
-  BuilderInputs in = testing::tiny_batch_c4a();
+// More rows than R are a persistent table (SPEC §7: only rows < R are read); fewer are an error.
+TEST(BuilderValidation, BlockTablesMustHaveARowPerRequest) {
+  BuilderInputs in = harness::tiny_c4a();
   in.swa.block_table = mat(1, 2, {0, 1});
   EXPECT_TRUE(rejected(in, {"swa.block_table", "1 rows", "R = 2"}));
-  in = testing::tiny_batch_c4a();
+  in = harness::tiny_c4a();
+  in.compressed->block_table = mat(1, 2, {0, 1});
+  EXPECT_TRUE(rejected(in, {"compressed.block_table", "1 rows", "R = 2"}));
+  in = harness::tiny_c4a();
   in.compressed->block_table = mat(3, 2, {0, 1, 2, 3, 4, 5});
-  EXPECT_TRUE(rejected(in, {"compressed.block_table", "3 rows", "R = 2"}));
+  EXPECT_NO_THROW(validate_builder_inputs(in));
 }
 
 TEST(BuilderValidation, QueryStartLocMustHaveSizeRPlusOne) {
-  BuilderInputs in = testing::tiny_batch_c4a();
+  BuilderInputs in = harness::tiny_c4a();
   in.query_start_loc = vec({0, 3});
   EXPECT_TRUE(rejected(in, {"query_start_loc", "size 2", "R + 1 = 3"}));
 }
 
 TEST(BuilderValidation, QueryStartLocMustStartAtZero) {
-  BuilderInputs in = testing::tiny_batch_c4a();
+  BuilderInputs in = harness::tiny_c4a();
   in.query_start_loc = vec({1, 1, 3});
   EXPECT_TRUE(rejected(in, {"query_start_loc[0] = 1"}));
 }
 
 TEST(BuilderValidation, QueryStartLocMustNotDecrease) {
-  BuilderInputs in = testing::tiny_batch_c4a();
+  BuilderInputs in = harness::tiny_c4a();
   in.query_start_loc = vec({0, 4, 3});
   EXPECT_TRUE(rejected(in, {"query_start_loc[2] = 3", "query_start_loc[1] = 4"}));
 }
 
 TEST(BuilderValidation, QueryStartLocMustEndAtT) {
-  BuilderInputs in = testing::tiny_batch_c4a();
+  BuilderInputs in = harness::tiny_c4a();
   in.query_start_loc = vec({0, 1, 2});
   EXPECT_TRUE(rejected(in, {"query_start_loc[2] = 2", "T = 3"}));
 }
 
 TEST(BuilderValidation, TokenToReqOutOfRange) {
-  BuilderInputs in = testing::tiny_batch_c4a();
+  BuilderInputs in = harness::tiny_c4a();
   in.token_to_req = vec({0, 1, 2});
   EXPECT_TRUE(rejected(in, {"token_to_req[2] = 2", "R = 2"}));
   in.token_to_req = vec({0, -1, 1});
@@ -160,7 +165,7 @@ TEST(BuilderValidation, TokenToReqOutOfRange) {
 }
 
 TEST(BuilderValidation, TokenToReqMustAgreeWithQueryStartLoc) {
-  BuilderInputs in = testing::tiny_batch_c4a();
+  BuilderInputs in = harness::tiny_c4a();
   in.token_to_req = vec({0, 0, 1});  // token 1 lies in request 1's range [1, 3)
   EXPECT_TRUE(rejected(in, {"token_to_req[1] = 0", "query_start_loc"}));
   in.token_to_req = vec({1, 1, 1});  // token 0 lies in request 0's range [0, 1)
@@ -168,14 +173,14 @@ TEST(BuilderValidation, TokenToReqMustAgreeWithQueryStartLoc) {
 }
 
 TEST(BuilderValidation, SeqLenBelowQueryLength) {
-  BuilderInputs in = testing::tiny_batch_c4a();
+  BuilderInputs in = harness::tiny_c4a();
   in.seq_lens = vec({2, 1});  // request 1 has 2 tokens this step
   EXPECT_TRUE(rejected(in, {"seq_lens[1] = 1", "query length 2"}));
 }
 
 TEST(BuilderValidation, SeqLenAboveSwaBlockTableCapacity) {
   // Request 1's SWA row has 2 blocks of 64 -> holds 128 tokens.
-  BuilderInputs in = testing::tiny_batch_c4a();
+  BuilderInputs in = harness::tiny_c4a();
   in.seq_lens = vec({2, 128});
   EXPECT_NO_THROW(validate_builder_inputs(in));
   in.seq_lens = vec({2, 129});
@@ -186,14 +191,14 @@ TEST(BuilderValidation, SeqLenAboveSwaBlockTableCapacity) {
 
 TEST(BuilderValidation, DecodeTokensMustEndAtARequestBoundary) {
   // D = 2 splits request 1 (tokens 1, 2): not a boundary of query_start_loc [0, 1, 3].
-  BuilderInputs in = testing::tiny_batch_swa_only();
+  BuilderInputs in = harness::tiny_swa_only();
   in.decode_swa_indices = mat(2, 4, {5, 6, -1, -1, 7, -1, -1, -1});
   in.prefill_topk = mat(1, 0, {});
   EXPECT_TRUE(rejected(in, {"decode_swa_indices", "D = 2", "query_start_loc"}));
 }
 
 TEST(BuilderValidation, DecodeTokensCannotExceedT) {
-  BuilderInputs in = testing::tiny_batch_swa_only();
+  BuilderInputs in = harness::tiny_swa_only();
   in.decode_swa_indices = IndexMatrix::Constant(5, 4, -1);
   in.prefill_topk = mat(0, 0, {});
   EXPECT_TRUE(rejected(in, {"decode_swa_indices", "D = 5", "T = 3"}));

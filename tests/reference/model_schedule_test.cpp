@@ -2,16 +2,17 @@
 #include <gtest/gtest.h>
 
 #include "reference/model_schedule.h"
-#include "tests/reference/reference_test_util.h"
+#include "harness/hand_cases.h"
+#include "support/assertions.h"
 
 namespace dsv4::ref {
 namespace {
 
-using testing::mat;
+using harness::mat;
 using testing::same_matrix;
 using testing::same_vector;
 using testing::throws_naming;
-using testing::vec;
+using harness::vec;
 
 TEST(LayerKind, FromRatio) {
   EXPECT_EQ(layer_kind_from_ratio(0), LayerKind::kSwaOnly);

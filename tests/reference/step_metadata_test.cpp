@@ -2,16 +2,17 @@
 #include <gtest/gtest.h>
 
 #include "reference/step.h"
-#include "tests/reference/reference_test_util.h"
+#include "harness/hand_cases.h"
+#include "support/assertions.h"
 
 namespace dsv4::ref {
 namespace {
 
-using testing::mat;
+using harness::mat;
 using testing::same_matrix;
 using testing::same_vector;
 using testing::throws_naming;
-using testing::vec;
+using harness::vec;
 
 // A small step with SWA block size 4:
 //   request 0: speculative decode, tokens 0, 1, seq_len 6 -> positions 4, 5; SWA row [3, 1, 0]

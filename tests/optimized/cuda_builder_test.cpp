@@ -1,0 +1,120 @@
+// What only the CUDA backend has: forced launch shapes (the group kernel's, the decode-chunk
+// kernel), programmatic launch on and off, the legacy default stream, a workspace that grows,
+// refusal without a device. (Everything both backends do is in builder_test.cpp.)
+// Suites start with "Cuda": CTest labels them `gpu`.
+#include <gtest/gtest.h>
+
+#include "bench/bench_cases.h"
+#include "harness/generators.h"
+#include "harness/hand_cases.h"
+#include "harness/step_factory.h"
+#include "kernels/mixed_sparse_indices_policy.h"
+#include "optimized/backend_buffer.h"
+#include "support/backend_test.h"
+#include "support/expectations.h"
+
+namespace dsv4::testing {
+namespace {
+
+using kernels::MixedSparseIndicesPolicy;
+
+// Every compiled launch shape (threads per row x chunks per pass), forced, on steps with many
+// rows (several rows per CTA, partial last CTA), wide rows (several passes) and small ones;
+// random steps mix decode and prefill rows, and some are decode-only or prefill-only (the
+// row-kind specialisations).
+TEST(CudaBuilder, EveryLaunchShapeMatchesTheReference) {
+  if (!opt::cuda_device_present()) GTEST_SKIP() << "no CUDA device";
+  harness::BuildLimits many;
+  many.max_requests = 40;
+  many.max_prefill_query = 40;
+  many.max_topk = 600;
+  harness::BuildLimits wide;
+  wide.max_topk = 3000;
+  wide.max_requests = 3;
+  wide.max_context = 20000;
+  int shapes = 0;
+  for (int32_t group = MixedSparseIndicesPolicy::kMinGroupThreads; group <= MixedSparseIndicesPolicy::kCtaThreads;
+       group *= 2) {
+    for (int32_t chunks : MixedSparseIndicesPolicy::kChunkChoices) {
+      auto builder = opt::make_cuda_builder(nullptr, size_t{1} << 20, kernels::LaunchShape{group, chunks});
+      const uint64_t base = 7000 + 100 * static_cast<uint64_t>(shapes++);
+      for (uint64_t seed = base; seed < base + 12; ++seed) {
+        const ref::BuilderInputs in = harness::draw(harness::gen_builder_inputs(seed % 3 == 2 ? wide : many), seed);
+        ASSERT_TRUE(builds_like_reference(*builder, in, harness::draw(harness::gen_request_layout(), seed)))
+            << "shape " << group << "x" << chunks << " seed " << seed << ": " << harness::describe(in);
+      }
+    }
+  }
+  EXPECT_EQ(shapes, 6);
+}
+
+// The decode-chunk kernel forced on decode-only steps (and its rows past one CTA, and mixed
+// steps, where it does not apply and the group kernel runs).
+TEST(CudaBuilder, ForcedDecodeChunkKernelMatchesTheReference) {
+  if (!opt::cuda_device_present()) GTEST_SKIP() << "no CUDA device";
+  auto builder = opt::make_cuda_builder(nullptr, size_t{1} << 20, kernels::LaunchShape{0, 0, true});
+  harness::BuildLimits decodes;
+  decodes.decode_only = true;
+  decodes.max_requests = 40;
+  decodes.max_topk = 600;
+  harness::BuildLimits wide = decodes;
+  wide.max_requests = 4;
+  wide.max_topk = 5000;
+  for (uint64_t seed = 9000; seed < 9200; ++seed) {
+    const harness::BuildLimits& limits = seed % 10 == 9 ? harness::BuildLimits{} : seed % 10 == 8 ? wide : decodes;
+    const ref::BuilderInputs in = harness::draw(harness::gen_builder_inputs(limits), seed);
+    ASSERT_TRUE(builds_like_reference(*builder, in, harness::draw(harness::gen_request_layout(), seed)))
+        << "seed " << seed << ": " << harness::describe(in);
+  }
+}
+
+// Programmatic dependent launch on and off: every build of a step may begin while the one
+// before it finishes (each waits for its predecessor before reading), or launches plainly
+// (as kernel_bench times single builds); every layer equals the reference either way.
+TEST(CudaStep, ProgrammaticLaunchOnAndOffMatchTheReference) {
+  if (!opt::cuda_device_present()) GTEST_SKIP() << "no CUDA device";
+  harness::StepCase decodes;
+  decodes.step = harness::make_step(bench::bench_case("decode256_ctx32K").shape);
+  harness::StepCase mixed;
+  mixed.step = harness::make_step(bench::bench_case("decode32_prefill8K").shape);
+  for (bool programmatic : {true, false}) {
+    harness::DifferentialOptions options;
+    options.backends = {opt::Backend::kCuda};
+    options.make_builder = [programmatic](opt::Backend) {
+      opt::CudaBuilderOptions cuda;
+      cuda.programmatic_launch = programmatic;
+      return opt::make_cuda_builder(nullptr, cuda);
+    };
+    for (const ref::ModelSchedule& schedule : {ref::deepseek_v4_flash(), ref::deepseek_v4_pro()}) {
+      decodes.schedule = schedule;
+      decodes.c4a_per_layer = harness::make_c4a_indexer_outputs(decodes.step, schedule, 6);
+      EXPECT_TRUE(agrees(harness::differential_check(decodes, options))) << schedule.name << " " << programmatic;
+    }
+    mixed.schedule = ref::deepseek_v4_flash();
+    mixed.schedule.compress_ratios.resize(6);  // every kind and the cache hits of each
+    mixed.c4a_per_layer = harness::make_c4a_indexer_outputs(mixed.step, mixed.schedule, 7);
+    EXPECT_TRUE(agrees(harness::differential_check(mixed, options))) << "programmatic " << programmatic;
+  }
+}
+
+// The legacy default stream (nullptr) works too, and a workspace that starts tiny grows.
+TEST(CudaBuilder, DefaultStreamAndGrowingWorkspace) {
+  if (!opt::cuda_device_present()) GTEST_SKIP() << "no CUDA device";
+  auto builder = opt::make_cuda_builder(nullptr, 256);
+  for (const harness::HandCase& c : harness::hand_cases()) EXPECT_TRUE(builds_as(*builder, c.inputs, c.expected)) << c.name;
+  harness::BuildLimits wide;
+  wide.max_topk = 2000;
+  for (uint64_t seed = 77; seed < 82; ++seed)
+    EXPECT_TRUE(builds_like_reference(*builder, harness::draw(harness::gen_builder_inputs(wide), seed))) << seed;
+}
+
+// Without a device the CUDA backend refuses loudly, whether or not this build has CUDA (a
+// CUDA build on a machine without a GPU, like CI's, used to skip this test).
+TEST(CudaBuilderAbsent, NoDeviceMeansNoBuilder) {
+  if (opt::cuda_device_present()) GTEST_SKIP() << "a CUDA device is present";
+  EXPECT_THROW(opt::make_cuda_builder(), std::runtime_error);
+  EXPECT_THROW(opt::BackendBuffer(opt::Backend::kCuda, 16), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace dsv4::testing

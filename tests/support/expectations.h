@@ -1,0 +1,139 @@
+// GoogleTest assertions over the harness's comparisons of builds: exact, and a failure names
+// the backend, the token, the column and both values (the caller adds the seed and the layer).
+#pragma once
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#if defined(DSV4_WITH_CUDA)
+#include <cuda_runtime_api.h>
+#endif
+
+#include "harness/compare_build.h"
+#include "harness/differential.h"
+#include "harness/staged_request.h"
+#include "optimized/validation.h"
+
+namespace dsv4::testing {
+
+inline ::testing::AssertionResult no_mismatch(const std::vector<harness::Mismatch>& found) {
+  if (found.empty()) return ::testing::AssertionSuccess();
+  ::testing::AssertionResult failure = ::testing::AssertionFailure();
+  for (const harness::Mismatch& m : found) failure << harness::format_mismatch(m) << "\n";
+  return failure;
+}
+
+// A differential summary without mismatch; else its full report.
+inline ::testing::AssertionResult agrees(const harness::DifferentialSummary& summary) {
+  if (summary.ok()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << summary.report();
+}
+
+// Fills backend memory with a byte pattern (to catch output elements a build leaves unwritten),
+// or writes one int32 into it (to corrupt a cached output on purpose).
+inline void fill_bytes(opt::Backend backend, void* p, size_t bytes, unsigned char value) {
+  if (bytes == 0) return;
+  if (backend == opt::Backend::kHost) {
+    std::memset(p, value, bytes);
+    return;
+  }
+#if defined(DSV4_WITH_CUDA)
+  // Builds may still run on a non-blocking stream that the legacy-stream memset ignores.
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ASSERT_EQ(cudaMemset(p, value, bytes), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+#else
+  FAIL() << "fill_bytes: no CUDA in this build";
+#endif
+}
+inline void write_int(opt::Backend backend, int32_t* p, int32_t value) {
+  if (backend == opt::Backend::kHost) {
+    *p = value;
+    return;
+  }
+#if defined(DSV4_WITH_CUDA)
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(p, &value, sizeof value, cudaMemcpyHostToDevice), cudaSuccess);
+#else
+  FAIL() << "write_int: no CUDA in this build";
+#endif
+}
+
+// Stages `in` in `layout`, validates it as a StepIndexer would, builds, poisons the output,
+// rebuilds into the same (recycled) memory and compares with `expected` (default: the
+// reference's build of `in`).
+inline ::testing::AssertionResult builds_as(opt::MixedSparseIndicesBuilder& builder, const ref::BuilderInputs& in,
+                                            const ref::BuilderOutput& expected,
+                                            const harness::RequestLayout& layout = {}) {
+  const opt::Backend backend = builder.backend();
+  harness::StagedRequest staged(backend, in, layout);
+  opt::validate_step_structure(staged.request(), staged.host());
+  builder.release_outputs();
+  (void)builder.take_content_errors();
+  const opt::BuiltIndices first = builder.build(staged.request());
+  fill_bytes(backend, first.sparse_indices, static_cast<size_t>(first.num_tokens) * first.row_stride * 4, 0x5a);
+  fill_bytes(backend, first.sparse_lens, static_cast<size_t>(first.num_tokens) * 4, 0xa5);
+  (void)builder.take_content_errors();
+  builder.release_outputs();
+  const opt::BuiltIndices built = builder.build(staged.request());
+  if (built.sparse_indices != first.sparse_indices || built.sparse_lens != first.sparse_lens) {
+    return ::testing::AssertionFailure() << "[" << opt::backend_name(backend)
+                                         << "] the recycled workspace did not return the same memory";
+  }
+  const int64_t errors = builder.take_content_errors();
+  const harness::HostIndices got = harness::download(backend, built);
+  builder.release_outputs();
+  harness::Mismatch where;
+  where.backend = opt::backend_name(backend);
+  where.window = in.window;
+  return no_mismatch(
+      harness::compare_build(expected, got, errors, static_cast<int32_t>(in.decode_swa_indices.rows()), where));
+}
+inline ::testing::AssertionResult builds_like_reference(opt::MixedSparseIndicesBuilder& builder,
+                                                        const ref::BuilderInputs& in,
+                                                        const harness::RequestLayout& layout = {}) {
+  return builds_as(builder, in, ref::build_mixed_sparse_indices(in), layout);
+}
+
+// SPEC §7 run-time sizes: stages `in` (its buffers capacities) with `sizes`, builds twice (the
+// output poisoned in between) and compares the output, the content errors and the status
+// word with the reference's checked build.
+inline ::testing::AssertionResult checked_build_like_reference(opt::MixedSparseIndicesBuilder& builder,
+                                                               const ref::BuilderInputs& in,
+                                                               const ref::RunTimeSizes& sizes,
+                                                               const harness::RequestLayout& layout = {}) {
+  const opt::Backend backend = builder.backend();
+  const ref::CheckedBuild expected = ref::build_mixed_sparse_indices(in, sizes);
+  harness::StagedRequest staged(backend, in, layout, sizes);
+  opt::validate_request_shape(staged.request());
+  builder.release_outputs();
+  (void)builder.take_content_errors();
+  const opt::BuiltIndices first = builder.build(staged.request());
+  fill_bytes(backend, first.sparse_indices, static_cast<size_t>(first.num_tokens) * first.row_stride * 4, 0x5a);
+  fill_bytes(backend, first.sparse_lens, static_cast<size_t>(first.num_tokens) * 4, 0xa5);
+  (void)builder.take_content_errors();
+  builder.release_outputs();
+  const opt::BuiltIndices built = builder.build(staged.request());
+  const int64_t errors = builder.take_content_errors();
+  const harness::HostIndices got = harness::download(backend, built);
+  builder.release_outputs();
+  harness::Mismatch where;
+  where.backend = opt::backend_name(backend);
+  where.window = in.window;
+  ::testing::AssertionResult same = no_mismatch(harness::compare_build(expected.output, got, errors, sizes.num_decode_tokens, where));
+  if (!same) return same;
+  const opt::MetadataStatus status = staged.status();
+  const ref::MetadataStatus& want = expected.status;
+  if (status.check != static_cast<int32_t>(want.check) || status.row != want.row || status.value != want.value ||
+      status.failures != static_cast<uint32_t>(want.failures) ||
+      status.field != static_cast<int32_t>(kernels::metadata_field(static_cast<kernels::MetadataCheck>(status.check)))) {
+    return ::testing::AssertionFailure() << "[" << opt::backend_name(backend) << "] status: check " << status.check
+                                         << " field " << status.field << " row " << status.row << " value "
+                                         << status.value << " failures " << status.failures << "; reference "
+                                         << ref::describe(want);
+  }
+  return ::testing::AssertionSuccess();
+}
+
+}  // namespace dsv4::testing
