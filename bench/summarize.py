@@ -332,9 +332,40 @@ def step_section(doc, lines, targets, floor_notes, peer=None, peer_ctx=None):
                         targets.append((f"{key[1]} prefill 8K step, {path_note[path]}, {definition}", key[0],
                                         r.get(counter), target))
         lines.append("")
+    graph_section(runs, lines, targets)
     if peer is not None:
         peer_step_table(steps, peer, peer_ctx, lines)
     return [(n, r["error"]) for n, r in runs.items() if "error" in r]
+
+
+def graph_section(runs, lines, targets):
+    """step_bench's <prefix>/step_graph/<model>/<case>: a cached step recorded once as a
+    StepGraph and replayed (issue 10 item 3)."""
+    graphs = {}
+    for name, r in runs.items():
+        parts = name.split("/")
+        if len(parts) == 4 and parts[1] == "step_graph":
+            graphs[(parts[0], parts[2], parts[3])] = r
+    if not graphs:
+        return
+    lines.append("## Step graph: a cached decode step replayed as one CUDA graph\n")
+    lines.append("- wall us: host clock from the replay call (stream idle, L2 flushed) until the host has "
+                 "seen the graph complete; host us: the replay call alone (CPU timings: the host backend "
+                 "re-running the recorded builds)\n")
+    lines.append("| timing | model | case | builds | wall us | host us |")
+    lines.append("|---|---|---|---:|---:|---:|")
+    for key in sorted(graphs):
+        r = graphs[key]
+        if "error" in r:
+            lines.append(f"| {key[0]} | {key[1]} | {key[2]} | ERROR: {r['error']} | | |")
+            continue
+        lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {fmt(r.get('builder_calls'), 0)} | "
+                     f"{fmt(r.get('wall_us'), 1)} | {fmt(r.get('host_us'), 1)} |")
+        for counter, target_counter in (("wall_us", "wall_target_us"), ("host_us", "host_target_us")):
+            if r.get(target_counter):
+                targets.append((f"{key[1]} {key[2]} graph replay, {counter}", key[0], r.get(counter),
+                                r.get(target_counter)))
+    lines.append("")
 
 
 def launch_overlap_section(on_doc, off_doc, lines):

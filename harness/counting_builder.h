@@ -2,6 +2,7 @@
 // it does not own): how the harness checks SPEC §5's call counts without touching the builders.
 #pragma once
 #include <cstdint>
+#include <memory>
 
 #include "optimized/builder.h"
 #include "reference/model_schedule.h"
@@ -22,6 +23,8 @@ class CountingBuilder final : public opt::MixedSparseIndicesBuilder {
     ++releases_;
     inner_.release_outputs();
   }
+  void begin_recording() override { inner_.begin_recording(); }
+  std::unique_ptr<opt::RecordedBuilds> end_recording() override { return inner_.end_recording(); }
 
   int64_t build_calls() const { return build_calls_; }  // since construction
   int64_t releases() const { return releases_; }

@@ -9,6 +9,17 @@
 
 namespace dsv4::opt {
 
+// Builds recorded once and replayed many times (SPEC §7 CUDA graphs): the CUDA backend's is
+// an instantiated CUDA graph launched on the builder's stream; the host backend's re-runs the
+// recorded requests in order. A replay reads the inputs' memory as it is when it runs. It must
+// not outlive its builder (its builds count content errors in the builder's counter).
+class RecordedBuilds {
+ public:
+  virtual ~RecordedBuilds() = default;
+  // Asynchronous on the builder's stream; no allocation, no host synchronization.
+  virtual void replay() = 0;
+};
+
 enum class Backend : uint8_t { kHost, kCuda };
 const char* backend_name(Backend backend);  // "host", "cuda"
 
@@ -26,6 +37,14 @@ class MixedSparseIndicesBuilder {
   // End of step: every BuiltIndices handed out so far becomes invalid; the workspace
   // is recycled for the next step.
   virtual void release_outputs() = 0;
+
+  // Recording (SPEC §7): between begin_recording() and end_recording() a build runs nothing;
+  // it is recorded (CUDA: stream capture of its launches) and returns its outputs, which must
+  // be caller-owned (request.output; a workspace output would not outlive the step). The
+  // recording replays every recorded build, in order. Builders that cannot record throw
+  // std::logic_error (the default).
+  virtual void begin_recording();
+  virtual std::unique_ptr<RecordedBuilds> end_recording();
 };
 
 }  // namespace dsv4::opt

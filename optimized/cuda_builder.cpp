@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <memory>
+#include <stdexcept>
 
 #include "kernels/mixed_sparse_indices_launch.h"
 #include "optimized/cuda_builder.h"
@@ -52,6 +53,9 @@ class CudaBuilder final : public MixedSparseIndicesBuilder {
   // stream capture records a build as its kernel (and the status check's, when asked).
   BuiltIndices build(const BuildRequest& request) override {
     BuiltIndices out;
+    if (recording_ && !writes_caller_outputs(request)) {
+      throw std::invalid_argument("a recorded build needs caller-owned outputs (request.output.sparse_indices is null)");
+    }
     if (writes_caller_outputs(request)) {
       out = caller_outputs(request);
     } else {
@@ -79,13 +83,59 @@ class CudaBuilder final : public MixedSparseIndicesBuilder {
   // queued on stream_ (consumers on other streams must be ordered by the caller).
   void release_outputs() override { arena_.recycle(); }
 
+  // Stream capture (thread-local mode: other threads' CUDA calls stay legal meanwhile). The
+  // legacy default stream cannot be captured.
+  void begin_recording() override {
+    if (recording_) throw std::logic_error("begin_recording: already recording");
+    if (stream_ == nullptr) {
+      throw std::invalid_argument("recording needs the builder on a stream of its own (the legacy default stream cannot be captured)");
+    }
+    DSV4_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    recording_ = true;
+  }
+
+  std::unique_ptr<RecordedBuilds> end_recording() override {
+    if (!recording_) throw std::logic_error("end_recording without begin_recording");
+    recording_ = false;
+    cudaGraph_t graph = nullptr;
+    DSV4_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+    return std::make_unique<CudaGraphBuilds>(graph, stream_);
+  }
+
  private:
+  // One instantiated graph of the recorded launches; a replay is one cudaGraphLaunch.
+  class CudaGraphBuilds final : public RecordedBuilds {
+   public:
+    CudaGraphBuilds(cudaGraph_t graph, cudaStream_t stream) : graph_(graph), stream_(stream) {
+      const cudaError_t status = cudaGraphInstantiate(&exec_, graph_, 0);
+      if (status != cudaSuccess) {
+        (void)cudaGraphDestroy(graph_);
+        DSV4_CUDA_CHECK(status);
+      }
+    }
+    ~CudaGraphBuilds() override {
+      (void)cudaStreamSynchronize(stream_);  // a replay in flight still uses the executable graph
+      (void)cudaGraphExecDestroy(exec_);
+      (void)cudaGraphDestroy(graph_);
+    }
+    CudaGraphBuilds(const CudaGraphBuilds&) = delete;
+    CudaGraphBuilds& operator=(const CudaGraphBuilds&) = delete;
+    void replay() override { DSV4_CUDA_CHECK(cudaGraphLaunch(exec_, stream_)); }
+
+   private:
+    cudaGraph_t graph_ = nullptr;
+    cudaGraphExec_t exec_ = nullptr;
+    cudaStream_t stream_;
+  };
+
+
   cudaStream_t stream_;
   int device_ = 0;
   kernels::MixedSparseIndicesLaunchConfig launch_config_;
   StepArena arena_;
   std::unique_ptr<unsigned long long, DeviceDeleter> device_errors_;
   std::unique_ptr<unsigned long long, PinnedDeleter> host_errors_;
+  bool recording_ = false;
 };
 
 }  // namespace

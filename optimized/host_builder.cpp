@@ -3,6 +3,9 @@
 #include "optimized/host_builder.h"
 
 #include <cstdint>
+#include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include "kernels/metadata_checks.h"
 #include "kernels/mixed_sparse_indices_row.h"
@@ -44,18 +47,16 @@ class HostBuilder final : public MixedSparseIndicesBuilder {
   Backend backend() const override { return Backend::kHost; }
 
   BuiltIndices build(const BuildRequest& request) override {
-    BuiltIndices out;
-    if (writes_caller_outputs(request)) {
-      out = caller_outputs(request);
-    } else {
-      const OutputLayout layout = output_layout(request);
-      out = place_outputs(layout, arena_.take(layout.total_bytes));
+    if (recording_) {
+      if (!writes_caller_outputs(request)) {
+        throw std::invalid_argument("a recorded build needs caller-owned outputs (request.output.sparse_indices is null)");
+      }
+      recorded_.push_back(request);
+      return caller_outputs(request);
     }
-    const kernels::MixedSparseIndicesArgs args = make_mixed_sparse_indices_args(request, out, nullptr);
-    if (request.status != nullptr) *request.status = kernels::check_metadata_serially(args);
-    if (out.num_tokens == 0) return out;
-    content_errors_ += request.run_time_sizes != nullptr ? build_rows_of<true>(args) : build_rows_of<false>(args);
-    return out;
+    if (writes_caller_outputs(request)) return run(request, caller_outputs(request));
+    const OutputLayout layout = output_layout(request);
+    return run(request, place_outputs(layout, arena_.take(layout.total_bytes)));
   }
 
   int64_t take_content_errors() override {
@@ -66,10 +67,46 @@ class HostBuilder final : public MixedSparseIndicesBuilder {
 
   void release_outputs() override { arena_.recycle(); }
 
+  void begin_recording() override {
+    if (recording_) throw std::logic_error("begin_recording: already recording");
+    recording_ = true;
+    recorded_.clear();
+  }
+
+  std::unique_ptr<RecordedBuilds> end_recording() override {
+    if (!recording_) throw std::logic_error("end_recording without begin_recording");
+    recording_ = false;
+    return std::make_unique<Recording>(*this, std::exchange(recorded_, {}));
+  }
+
  private:
+  // The host "graph": the recorded requests, run again in order (outputs caller-owned).
+  class Recording final : public RecordedBuilds {
+   public:
+    Recording(HostBuilder& builder, std::vector<BuildRequest> requests)
+        : builder_(builder), requests_(std::move(requests)) {}
+    void replay() override {
+      for (const BuildRequest& request : requests_) builder_.run(request, caller_outputs(request));
+    }
+
+   private:
+    HostBuilder& builder_;
+    std::vector<BuildRequest> requests_;
+  };
+
+  BuiltIndices run(const BuildRequest& request, const BuiltIndices& out) {
+    const kernels::MixedSparseIndicesArgs args = make_mixed_sparse_indices_args(request, out, nullptr);
+    if (request.status != nullptr) *request.status = kernels::check_metadata_serially(args);
+    if (out.num_tokens == 0) return out;
+    content_errors_ += request.run_time_sizes != nullptr ? build_rows_of<true>(args) : build_rows_of<false>(args);
+    return out;
+  }
+
   static constexpr size_t kInitialArenaBytes = size_t{1} << 20;
   StepArena arena_;
   int64_t content_errors_ = 0;
+  bool recording_ = false;
+  std::vector<BuildRequest> recorded_;
 };
 
 }  // namespace

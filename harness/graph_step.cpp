@@ -1,0 +1,311 @@
+#include "harness/graph_step.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+
+#include "harness/compare_build.h"
+#include "reference/step.h"
+
+namespace dsv4::harness {
+namespace {
+
+constexpr int32_t kGarbage = 0x7eadbeef;
+constexpr int32_t kSwaBlock = 64, kC4aBlock = 64, kC128aBlock = 2;  // production (SPEC §6)
+
+int32_t div_up(int32_t a, int32_t b) { return (a + b - 1) / b; }
+
+ref::IndexMatrix garbage(int32_t rows, int32_t cols) { return ref::IndexMatrix::Constant(rows, cols, kGarbage); }
+
+ref::PagedCache garbage_cache(int32_t rows, int32_t blocks, int32_t block_size, std::mt19937_64& rng) {
+  ref::PagedCache cache(ref::IndexMatrix(rows, blocks), block_size);
+  std::uniform_int_distribution<int32_t> any(-3, 5000);  // valid-looking ids: reading them shows
+  for (int32_t r = 0; r < rows; ++r)
+    for (int32_t j = 0; j < blocks; ++j) cache.block_table(r, j) = any(rng);
+  return cache;
+}
+
+opt::OutputView output_view(opt::BackendBuffer& indices, opt::BackendBuffer& lens, int64_t row_stride) {
+  return opt::OutputView{static_cast<int32_t*>(indices.data()), row_stride, static_cast<int32_t*>(lens.data())};
+}
+
+template <class T>
+void upload_to(opt::BackendBuffer* buffer, const T* data, size_t count) {
+  buffer->copy_from_host(data, count * sizeof(T));
+}
+
+}  // namespace
+
+opt::BackendBuffer* GraphStepBuffers::buffer(size_t bytes) {
+  buffers_.emplace_back(backend_, std::max<size_t>(bytes, 4));
+  return &buffers_.back();
+}
+
+GraphStepBuffers::GraphStepBuffers(opt::Backend backend, const ref::ModelSchedule& schedule,
+                                   const GraphCapacities& capacities)
+    : backend_(backend), schedule_(schedule), capacities_(capacities) {
+  const GraphCapacities& c = capacities;
+  const int32_t W = schedule.window, T_cap = c.tokens, R_cap = c.requests;
+  c128a_width_ = div_up(div_up(c.max_context, 128), 128) * 128;  // max_compressed (SPEC §6)
+  std::mt19937_64 rng(1);
+  host_.query_start_loc = ref::IndexVector::Constant(R_cap + 1, -kGarbage);
+  host_.seq_lens = ref::IndexVector::Constant(R_cap, kGarbage);
+  host_.token_to_req = ref::IndexVector::Constant(T_cap, -1);
+  host_.decode_valid.assign(static_cast<size_t>(T_cap), 7);
+  host_.swa = garbage_cache(c.table_rows, div_up(c.max_context, kSwaBlock), kSwaBlock, rng);
+  host_.c4a = garbage_cache(c.table_rows, c.max_context / 4 / kC4aBlock + 1, kC4aBlock, rng);
+  host_.c128a = garbage_cache(c.table_rows, c.max_context / 128 / kC128aBlock + 1, kC128aBlock, rng);
+  host_.decode_swa_indices = garbage(T_cap, W);
+  host_.c128a_decode_global = garbage(T_cap, c128a_width_);
+  host_.c128a_decode_lens = ref::IndexVector::Constant(T_cap, kGarbage);
+  host_.c4a_decode_local.assign(static_cast<size_t>(schedule.count(ref::LayerKind::kC4A)), garbage(T_cap, schedule.c4a_topk));
+
+  sizes_ = buffer(sizeof(opt::StepSizes));
+  statuses_ = buffer(opt::kLayerKinds * sizeof(opt::MetadataStatus));
+  query_start_loc_ = buffer(static_cast<size_t>(R_cap + 1) * 4);
+  seq_lens_ = buffer(static_cast<size_t>(R_cap) * 4);
+  token_to_req_ = buffer(static_cast<size_t>(T_cap) * 4);
+  decode_valid_ = buffer(static_cast<size_t>(T_cap));
+  const auto table = [&](const ref::PagedCache& cache, opt::BackendBuffer*& storage) {
+    storage = buffer(static_cast<size_t>(cache.block_table.size()) * 4);
+    opt::PagedCacheView view;
+    view.block_table = static_cast<const int32_t*>(storage->data());
+    view.num_rows = static_cast<int32_t>(cache.block_table.rows());
+    view.blocks_per_row = static_cast<int32_t>(cache.block_table.cols());
+    view.block_size = cache.block_size;
+    return view;
+  };
+  const auto matrix = [&](const ref::IndexMatrix& m, opt::BackendBuffer*& storage) {
+    storage = buffer(static_cast<size_t>(m.size()) * 4);
+    return opt::Int32Matrix{static_cast<const int32_t*>(storage->data()), static_cast<int32_t>(m.rows()),
+                            static_cast<int32_t>(m.cols()), m.cols()};
+  };
+
+  opt::StepInputs& step = spec_.capacities;
+  step.num_requests = R_cap;
+  step.num_tokens = T_cap;
+  step.num_decode_tokens = T_cap;
+  step.window = W;
+  step.query_start_loc = static_cast<const int32_t*>(query_start_loc_->data());
+  step.seq_lens = static_cast<const int32_t*>(seq_lens_->data());
+  step.token_to_req = static_cast<const int32_t*>(token_to_req_->data());
+  step.decode_valid = static_cast<const uint8_t*>(decode_valid_->data());
+  step.swa = table(host_.swa, swa_table_);
+  step.c4a = table(host_.c4a, c4a_table_);
+  step.c128a = table(host_.c128a, c128a_table_);
+  step.decode_swa_indices = matrix(host_.decode_swa_indices, decode_swa_);
+  step.c128a_topk = c128a_width_;
+  step.c128a_decode_global = matrix(host_.c128a_decode_global, c128a_global_);
+  c128a_lens_ = buffer(static_cast<size_t>(T_cap) * 4);
+  step.c128a_decode_lens = static_cast<const int32_t*>(c128a_lens_->data());
+  step.c128a_prefill_local = opt::Int32Matrix{nullptr, 0, c128a_width_, c128a_width_};  // decode steps only
+  for (const ref::IndexMatrix& picks : host_.c4a_decode_local) {
+    opt::C4aLayerInputs layer;
+    layer.topk = schedule.c4a_topk;
+    opt::BackendBuffer* storage = nullptr;
+    layer.decode_local = matrix(picks, storage);
+    layer.prefill_topk = opt::Int32Matrix{nullptr, 0, schedule.c4a_topk, schedule.c4a_topk};
+    c4a_decode_buffers_.push_back(storage);
+    spec_.c4a.push_back(layer);
+  }
+  spec_.compress_ratios = schedule.compress_ratios;
+  spec_.run_time_sizes = static_cast<const opt::StepSizes*>(sizes_->data());
+  spec_.statuses = static_cast<opt::MetadataStatus*>(statuses_->data());
+  // Outputs with rows 4 wider than the build: a stride other than the width.
+  const auto output = [&](int32_t width) {
+    const int64_t stride = (width + 3) / 4 * 4 + 4;
+    opt::BackendBuffer* indices = buffer(static_cast<size_t>(T_cap * stride) * 4);
+    opt::BackendBuffer* lens = buffer(static_cast<size_t>(T_cap) * 4);
+    return output_view(*indices, *lens, stride);
+  };
+  spec_.outputs.swa_only = output(W);
+  spec_.outputs.c128a = output(W + c128a_width_);
+  for (size_t k = 0; k < spec_.c4a.size(); ++k) {
+    spec_.outputs.c4a.push_back(output(W + opt::padded_compressed_width(schedule.c4a_topk, schedule.c4a_topk)));
+  }
+  upload();
+}
+
+void GraphStepBuffers::draw_decode_step(std::mt19937_64& rng, int32_t requests, int32_t context) {
+  const GraphCapacities& c = capacities_;
+  const auto uniform = [&](int32_t lo, int32_t hi) { return std::uniform_int_distribution<int32_t>(lo, hi)(rng); };
+  // The live step as the reference sees it: R decode requests of 1 or 2 tokens (speculative).
+  ref::Step step;
+  step.max_model_len = c.max_context;
+  const int32_t wanted = requests > 0 ? std::min(requests, c.requests) : uniform(0, c.requests);
+  std::vector<int32_t> starts{0}, seq_lens, token_to_req;
+  for (int32_t r = 0; r < wanted; ++r) {
+    const int32_t q = requests == 0 && uniform(0, 7) == 0 ? 2 : 1;
+    if (starts.back() + q > c.tokens) break;
+    starts.push_back(starts.back() + q);
+    seq_lens.push_back(context > 0 ? std::min(context, c.max_context) : uniform(q, c.max_context));
+    for (int32_t i = 0; i < q; ++i) token_to_req.push_back(r);
+  }
+  const auto R = static_cast<int32_t>(seq_lens.size()), T = starts.back();
+  step.query_start_loc = Eigen::Map<ref::IndexVector>(starts.data(), R + 1);
+  step.seq_lens = Eigen::Map<ref::IndexVector>(seq_lens.data(), R);
+  step.token_to_req = Eigen::Map<ref::IndexVector>(token_to_req.data(), T);
+  step.num_decode_tokens = T;
+  step.decode_valid.resize(static_cast<size_t>(T));
+  for (uint8_t& valid : step.decode_valid) valid = requests > 0 || uniform(0, 15) != 0;  // some padding tokens
+  const auto live_rows = [&](ref::PagedCache& persistent) {
+    for (int32_t r = 0; r < R; ++r)
+      for (Eigen::Index j = 0; j < persistent.block_table.cols(); ++j) persistent.block_table(r, j) = uniform(0, 100000);
+    return ref::PagedCache(persistent.block_table.topRows(R), persistent.block_size);
+  };
+  step.swa = live_rows(host_.swa);
+  step.c4a = live_rows(host_.c4a);
+  step.c128a = live_rows(host_.c128a);
+
+  // Into the persistent buffers; everything past T, D and R keeps what earlier steps left.
+  PersistentStepHost& h = host_;
+  h.sizes = ref::RunTimeSizes{T, T, R};
+  h.query_start_loc.head(R + 1) = step.query_start_loc;
+  h.seq_lens.head(R) = step.seq_lens;
+  h.token_to_req.head(T) = step.token_to_req;
+  h.token_to_req.tail(c.tokens - T).setConstant(-1);  // sentinel request ids of padded rows
+  std::copy(step.decode_valid.begin(), step.decode_valid.end(), h.decode_valid.begin());
+  h.decode_swa_indices.topRows(T) = ref::decode_swa_indices(step, schedule_.window);
+  const ref::C128aMetadata c128a = ref::c128a_metadata(step);
+  h.c128a_decode_global.topRows(T).setConstant(-1);
+  h.c128a_decode_global.topLeftCorner(T, c128a.effective_width) = c128a.decode_global;
+  h.c128a_decode_lens.head(T) = c128a.decode_lens;
+  for (ref::IndexMatrix& picks : h.c4a_decode_local) {
+    for (int32_t t = 0; t < T; ++t) {
+      const int32_t compressed = (ref::token_position(step, t) + 1) / 4;
+      const int32_t n = std::min<int32_t>(uniform(0, 3) == 0 ? uniform(0, 8) : static_cast<int32_t>(picks.cols()), compressed);
+      for (Eigen::Index j = 0; j < picks.cols(); ++j) picks(t, j) = j < n ? uniform(0, compressed - 1) : -1;
+    }
+  }
+}
+
+void GraphStepBuffers::upload() {
+  const opt::StepSizes sizes{host_.sizes.num_tokens, host_.sizes.num_decode_tokens, host_.sizes.num_requests};
+  upload_to(sizes_, &sizes, 1);
+  std::vector<opt::MetadataStatus> statuses(opt::kLayerKinds, opt::MetadataStatus{-1, -1, -1, -1, 77, 0});
+  upload_to(statuses_, statuses.data(), statuses.size());  // stale words must be overwritten
+  upload_to(query_start_loc_, host_.query_start_loc.data(), static_cast<size_t>(host_.query_start_loc.size()));
+  upload_to(seq_lens_, host_.seq_lens.data(), static_cast<size_t>(host_.seq_lens.size()));
+  upload_to(token_to_req_, host_.token_to_req.data(), static_cast<size_t>(host_.token_to_req.size()));
+  upload_to(decode_valid_, host_.decode_valid.data(), host_.decode_valid.size());
+  upload_to(swa_table_, host_.swa.block_table.data(), static_cast<size_t>(host_.swa.block_table.size()));
+  upload_to(c4a_table_, host_.c4a.block_table.data(), static_cast<size_t>(host_.c4a.block_table.size()));
+  upload_to(c128a_table_, host_.c128a.block_table.data(), static_cast<size_t>(host_.c128a.block_table.size()));
+  upload_to(decode_swa_, host_.decode_swa_indices.data(), static_cast<size_t>(host_.decode_swa_indices.size()));
+  upload_to(c128a_global_, host_.c128a_decode_global.data(), static_cast<size_t>(host_.c128a_decode_global.size()));
+  upload_to(c128a_lens_, host_.c128a_decode_lens.data(), static_cast<size_t>(host_.c128a_decode_lens.size()));
+  for (size_t k = 0; k < host_.c4a_decode_local.size(); ++k) {
+    upload_to(c4a_decode_buffers_[k], host_.c4a_decode_local[k].data(), static_cast<size_t>(host_.c4a_decode_local[k].size()));
+  }
+}
+
+ref::BuilderInputs GraphStepBuffers::reference_inputs(int32_t layer) const {
+  const int32_t T_cap = capacities_.tokens;
+  ref::BuilderInputs in;
+  in.window = schedule_.window;
+  in.query_start_loc = host_.query_start_loc;
+  in.seq_lens = host_.seq_lens;
+  in.token_to_req = host_.token_to_req;
+  in.swa = host_.swa;
+  in.decode_swa_indices = host_.decode_swa_indices;
+  switch (ref::layer_kind_from_ratio(schedule_.compress_ratios[static_cast<size_t>(layer)])) {
+    case ref::LayerKind::kSwaOnly:
+      in.ratio = 1;
+      in.prefill_topk = ref::IndexMatrix(T_cap, 0);  // as StepGraph records it
+      break;
+    case ref::LayerKind::kC128A:
+      in.ratio = 128;
+      in.topk = c128a_width_;  // P_cap (SPEC §7)
+      in.decode_compressed = host_.c128a_decode_global;
+      in.decode_compressed_lens = host_.c128a_decode_lens;
+      in.prefill_topk = ref::IndexMatrix(0, c128a_width_);
+      in.compressed = host_.c128a;
+      break;
+    case ref::LayerKind::kC4A: {
+      int32_t c4a_layer = 0;
+      for (int32_t l = 0; l < layer; ++l) c4a_layer += ref::layer_kind_from_ratio(schedule_.compress_ratios[static_cast<size_t>(l)]) == ref::LayerKind::kC4A;
+      in.ratio = 4;
+      in.topk = schedule_.c4a_topk;
+      in.decode_compressed = host_.c4a_decode_local[static_cast<size_t>(c4a_layer)];
+      in.decode_local = true;
+      in.decode_valid = host_.decode_valid;
+      in.prefill_topk = ref::IndexMatrix(0, schedule_.c4a_topk);
+      in.compressed = host_.c4a;
+      break;
+    }
+  }
+  return in;
+}
+
+opt::MetadataStatus GraphStepBuffers::status(opt::LayerKind kind) const {
+  opt::MetadataStatus status{};
+  opt::copy_to_host(backend_, &status, spec_.statuses + static_cast<int>(kind), sizeof(status));
+  return status;
+}
+
+std::vector<Mismatch> replay_and_compare(opt::StepGraph& graph, GraphStepBuffers& buffers,
+                                         const ref::ModelSchedule& schedule) {
+  (void)graph.content_errors();  // only this replay's
+  graph.replay();
+  const int64_t errors = graph.content_errors();  // CUDA: waits for the replay
+  std::vector<Mismatch> mismatches;
+  std::map<ref::LayerKind, ref::CheckedBuild> shared;  // SWA-only and C128A: one build per step
+  int64_t want_errors = 0;
+  bool kind_checked[opt::kLayerKinds] = {false, false, false};
+  const ref::RunTimeSizes sizes = buffers.host().sizes;
+  for (int32_t layer = 0; layer < schedule.num_layers(); ++layer) {
+    const ref::LayerKind kind = ref::layer_kind_from_ratio(schedule.compress_ratios[static_cast<size_t>(layer)]);
+    const bool cached = kind != ref::LayerKind::kC4A;
+    if (!cached || shared.count(kind) == 0) {
+      ref::CheckedBuild build = ref::build_mixed_sparse_indices(buffers.reference_inputs(layer), sizes);
+      want_errors += build.output.content_errors;
+      if (!cached) {
+        shared.erase(kind);
+      }
+      shared.emplace(kind, std::move(build));
+    }
+    const ref::CheckedBuild& want = shared.at(kind);
+    Mismatch where;
+    where.backend = opt::backend_name(buffers.backend());
+    where.path = "graph replay";
+    where.layer = layer;
+    where.kind = ref::layer_kind_name(kind);
+    where.window = schedule.window;
+    const HostIndices got = download(buffers.backend(), graph.layer_indices(layer));
+    // Errors are counted per replay, not per layer: compared once, below.
+    for (Mismatch& m : compare_build(want.output, got, want.output.content_errors, sizes.num_decode_tokens, where)) {
+      mismatches.push_back(std::move(m));
+    }
+    const opt::LayerKind opt_kind = kind == ref::LayerKind::kSwaOnly ? opt::LayerKind::kSwaOnly
+                                    : kind == ref::LayerKind::kC4A   ? opt::LayerKind::kC4A
+                                                                     : opt::LayerKind::kC128A;
+    if (!kind_checked[static_cast<int>(opt_kind)]) {
+      kind_checked[static_cast<int>(opt_kind)] = true;
+      const opt::MetadataStatus s = buffers.status(opt_kind);
+      const ref::MetadataStatus& w = want.status;
+      if (s.check != static_cast<int32_t>(w.check) || s.row != w.row || s.value != w.value ||
+          s.failures != static_cast<uint32_t>(w.failures) ||
+          s.field != static_cast<int32_t>(kernels::metadata_field(static_cast<kernels::MetadataCheck>(w.check)))) {
+        where.what = "status word";
+        where.expected = static_cast<int32_t>(w.check);
+        where.actual = s.check;
+        where.detail = "reference " + ref::describe(w) + "; got check " + std::to_string(s.check) + " field " +
+                       std::to_string(s.field) + " row " + std::to_string(s.row) + " value " +
+                       std::to_string(s.value) + " failures " + std::to_string(s.failures);
+        mismatches.push_back(where);
+      }
+    }
+  }
+  if (errors != want_errors) {
+    Mismatch m;
+    m.backend = opt::backend_name(buffers.backend());
+    m.path = "graph replay";
+    m.what = "content errors";
+    m.expected = want_errors;
+    m.actual = errors;
+    mismatches.push_back(m);
+  }
+  return mismatches;
+}
+
+}  // namespace dsv4::harness

@@ -1,0 +1,64 @@
+// The graph-mode sibling of StepIndexer (SPEC §7): every layer's build of a step, through the
+// per-step cache, recorded once over the engine's persistent buffers and replayed for later
+// steps whose metadata and run-time sizes were written into the same memory.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "optimized/step_indexer.h"
+
+namespace dsv4::opt {
+
+// Caller-owned outputs: one per cache key of a step (all SWA-only layers share one build, so
+// do all C128A layers) and one per C4A layer. Each [T_cap][row_stride], 16-byte aligned rows.
+struct StepGraphOutputs {
+  OutputView swa_only;          // needed when the schedule has SWA-only layers
+  OutputView c128a;             // needed when it has C128A layers
+  std::vector<OutputView> c4a;  // one per C4A layer, in layer order
+};
+
+// What a StepGraph is recorded over; every pointer stays valid while the graph lives.
+struct StepGraphSpec {
+  std::vector<int32_t> compress_ratios;  // one per layer (SPEC §5)
+  // The persistent buffers as StepInputs at their capacities: num_tokens = T_cap,
+  // num_decode_tokens = D_cap, num_requests = R_cap (tables may have more rows), and
+  // c128a_topk = the C128A capacity P_cap (e.g. max_compressed; the C128A matrices are that
+  // wide). `host` is not used: the metadata is checked on the device.
+  StepInputs capacities;
+  const StepSizes* run_time_sizes = nullptr;  // T, D, R of the step being replayed
+  std::vector<C4aLayerInputs> c4a;             // one per C4A layer, in layer order
+  StepGraphOutputs outputs;
+  // Null, or kLayerKinds status words indexed by LayerKind: the first build of each kind in the
+  // schedule writes its kind's word on every replay (the others check their rows alike).
+  MetadataStatus* statuses = nullptr;
+};
+inline constexpr int kLayerKinds = 3;
+
+class StepGraph {
+ public:
+  // Records the step: one build per cache key and per C4A layer (Flash 23, Pro 31), the
+  // hit/miss pattern decided here from the schedule and the capacities alone. Validates the
+  // shapes (throws std::invalid_argument naming the field). Record while no eager step of
+  // `builder` is open: the recording's cache releases the builder's workspace outputs.
+  StepGraph(MixedSparseIndicesBuilder& builder, const StepGraphSpec& spec);
+
+  // Runs every recorded build on the builder's stream (CUDA: one graph launch); nothing is
+  // allocated, nothing waits for the device.
+  void replay() { recorded_->replay(); }
+
+  // Layer `layer`'s output: the same addresses on every replay.
+  const BuiltIndices& layer_indices(int32_t layer) const { return layers_.at(static_cast<size_t>(layer)); }
+  int32_t num_layers() const { return static_cast<int32_t>(layers_.size()); }
+  int64_t builds() const { return builds_; }  // builder calls recorded
+  // Content errors of the replays since the last call (CUDA: synchronizes the stream).
+  int64_t content_errors() { return builder_.take_content_errors(); }
+
+ private:
+  MixedSparseIndicesBuilder& builder_;
+  std::vector<BuiltIndices> layers_;
+  int64_t builds_ = 0;
+  std::unique_ptr<RecordedBuilds> recorded_;
+};
+
+}  // namespace dsv4::opt

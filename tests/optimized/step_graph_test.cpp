@@ -1,0 +1,150 @@
+// SPEC §7 CUDA graphs: a whole step's builds (Flash 23, Pro 31) recorded once over persistent
+// buffers and replayed for successive random decode steps (new positions, tables, R and T under
+// the capacities, sentinel ids in padded rows), every layer's output, the status words and the
+// content errors equal to the reference's checked builds on every replay. The host backend
+// replays the recorded requests (CI); the CUDA backend replays one CUDA graph (H200).
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "harness/counting_builder.h"
+#include "harness/graph_step.h"
+#include "harness/persistent_buffers.h"
+#include "support/backend_test.h"
+
+namespace dsv4::testing {
+namespace {
+
+using StepGraphTest = BackendTest;
+DSV4_ON_EVERY_BACKEND(StepGraphTest);
+
+::testing::AssertionResult replays_like_reference(opt::StepGraph& graph, harness::GraphStepBuffers& buffers,
+                                                  const ref::ModelSchedule& schedule, int replays, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  for (int replay = 0; replay < replays; ++replay) {
+    buffers.draw_decode_step(rng);
+    buffers.upload();
+    const std::vector<harness::Mismatch> mismatches = harness::replay_and_compare(graph, buffers, schedule);
+    if (!mismatches.empty()) {
+      const ref::RunTimeSizes& s = buffers.host().sizes;
+      return ::testing::AssertionFailure() << schedule.name << " replay " << replay << " (T " << s.num_tokens << ", R "
+                                           << s.num_requests << "): " << harness::format_mismatch(mismatches.front())
+                                           << " (" << mismatches.size() << " mismatches)";
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// A small schedule's capacities on the host (CI), the real ones on the device.
+harness::GraphCapacities capacities_for(opt::Backend backend) {
+  harness::GraphCapacities c;
+  if (backend == opt::Backend::kHost) {
+    c.tokens = 12;
+    c.requests = 10;
+    c.table_rows = 13;
+    c.max_context = 2000;
+  }
+  return c;
+}
+
+int replays_for(opt::Backend backend) { return backend == opt::Backend::kHost ? 40 : 200; }
+
+TEST_P(StepGraphTest, RecordsOneBuildPerCacheKeyAndPerC4aLayer) {
+  for (const ref::ModelSchedule& schedule : {ref::deepseek_v4_flash(), ref::deepseek_v4_pro()}) {
+    harness::CountingBuilder counting(builder());
+    harness::GraphStepBuffers buffers(backend(), schedule, capacities_for(backend()));
+    opt::StepGraph graph(counting, buffers.spec());
+    EXPECT_EQ(graph.builds(), harness::expected_builder_calls(schedule, true)) << schedule.name;
+    EXPECT_EQ(counting.build_calls(), harness::expected_builder_calls(schedule, true)) << schedule.name;
+    // Cached layers share one output (identity, SPEC §5); every address is the caller's.
+    for (int32_t layer = 0; layer < graph.num_layers(); ++layer) {
+      const auto kind = opt::layer_kind_from_ratio(schedule.compress_ratios[static_cast<size_t>(layer)]);
+      if (kind == opt::LayerKind::kC128A) {
+        EXPECT_EQ(graph.layer_indices(layer).sparse_indices, buffers.spec().outputs.c128a.sparse_indices);
+      }
+      if (kind == opt::LayerKind::kSwaOnly) {
+        EXPECT_EQ(graph.layer_indices(layer).sparse_indices, buffers.spec().outputs.swa_only.sparse_indices);
+      }
+    }
+    graph.replay();
+    (void)graph.content_errors();
+    EXPECT_EQ(counting.build_calls(), harness::expected_builder_calls(schedule, true)) << "a replay calls no build";
+  }
+}
+
+TEST_P(StepGraphTest, FlashReplaysOfRandomDecodeStepsMatchTheReference) {
+  const ref::ModelSchedule schedule = ref::deepseek_v4_flash();
+  harness::GraphStepBuffers buffers(backend(), schedule, capacities_for(backend()));
+  opt::StepGraph graph(builder(), buffers.spec());
+  EXPECT_TRUE(replays_like_reference(graph, buffers, schedule, replays_for(backend()), 1));
+}
+
+TEST_P(StepGraphTest, ProReplaysOfRandomDecodeStepsMatchTheReference) {
+  const ref::ModelSchedule schedule = ref::deepseek_v4_pro();
+  harness::GraphStepBuffers buffers(backend(), schedule, capacities_for(backend()));
+  opt::StepGraph graph(builder(), buffers.spec());
+  EXPECT_TRUE(replays_like_reference(graph, buffers, schedule, replays_for(backend()), 2));
+}
+
+// Broken metadata written between replays: every build writes -1 / 0 for the rows it breaks,
+// the status word of each kind names the first failure like the reference's checks, and the
+// next valid step replays cleanly. (On the H200: compute-sanitizer memcheck over this test.)
+TEST_P(StepGraphTest, ReplaysWithCorruptedMetadataReportTheFirstError) {
+  const ref::ModelSchedule schedule = ref::deepseek_v4_flash();
+  harness::GraphStepBuffers buffers(backend(), schedule, capacities_for(backend()));
+  opt::StepGraph graph(builder(), buffers.spec());
+  std::mt19937_64 rng(3);
+  int reported = 0;
+  const int replays = backend() == opt::Backend::kHost ? 20 : 100;
+  for (int replay = 0; replay < replays; ++replay) {
+    buffers.draw_decode_step(rng);
+    harness::PersistentBuild broken{buffers.reference_inputs(0), buffers.host().sizes};
+    const std::string what = harness::corrupt_metadata(broken, rng);
+    harness::PersistentStepHost& host = buffers.host();
+    host.sizes = broken.sizes;
+    host.query_start_loc = broken.inputs.query_start_loc;
+    host.seq_lens = broken.inputs.seq_lens;
+    host.token_to_req = broken.inputs.token_to_req;
+    reported += ref::check_metadata(buffers.reference_inputs(0), host.sizes).check != ref::MetadataCheck::kNone;
+    buffers.upload();
+    const std::vector<harness::Mismatch> mismatches = harness::replay_and_compare(graph, buffers, schedule);
+    ASSERT_TRUE(mismatches.empty()) << "replay " << replay << ", " << what << ": "
+                                    << harness::format_mismatch(mismatches.front());
+  }
+  EXPECT_GT(reported, replays / 2);
+  EXPECT_TRUE(replays_like_reference(graph, buffers, schedule, 3, 4)) << "a valid step after broken ones";
+}
+
+TEST_P(StepGraphTest, RejectsASpecItCannotRecord) {
+  const ref::ModelSchedule schedule = ref::deepseek_v4_flash();
+  harness::GraphStepBuffers buffers(backend(), schedule, capacities_for(backend()));
+  opt::StepGraphSpec spec = buffers.spec();
+  spec.outputs.c4a.pop_back();
+  EXPECT_THROW(opt::StepGraph(builder(), spec), std::invalid_argument);
+  spec = buffers.spec();
+  spec.run_time_sizes = nullptr;
+  EXPECT_THROW(opt::StepGraph(builder(), spec), std::invalid_argument);
+  spec = buffers.spec();
+  spec.outputs.c128a.sparse_indices = nullptr;
+  EXPECT_THROW(opt::StepGraph(builder(), spec), std::invalid_argument);
+  spec = buffers.spec();
+  spec.outputs.c128a.row_stride = 4;  // below W + P_cap
+  EXPECT_THROW(opt::StepGraph(builder(), spec), std::invalid_argument);
+  // Nothing was left recording: a good spec records after the bad ones.
+  opt::StepGraph graph(builder(), buffers.spec());
+  EXPECT_EQ(graph.builds(), 23);
+}
+
+TEST_P(StepGraphTest, ARecordedBuildNeedsCallerOwnedOutputs) {
+  const ref::ModelSchedule schedule = ref::deepseek_v4_flash();
+  harness::GraphStepBuffers buffers(backend(), schedule, capacities_for(backend()));
+  opt::BuildRequest request = opt::layer_build_request(buffers.spec().capacities, 1, nullptr);
+  request.run_time_sizes = buffers.spec().run_time_sizes;
+  request.output = opt::OutputView{};
+  builder().begin_recording();
+  EXPECT_THROW(builder().build(request), std::invalid_argument);
+  (void)builder().end_recording();
+}
+
+}  // namespace
+}  // namespace dsv4::testing
