@@ -3,8 +3,11 @@
 # UndefinedBehaviorSanitizer (gcc's, no extra packages), runs the CPU test suite (every CTest
 # test but the bench smoke tests; GPU tests skip without a device) and a short `dsv4 verify`.
 # Any sanitizer report fails the job (-fno-sanitize-recover, halt_on_error, abort_on_error).
+# The same build counts gcov coverage (one Debug CPU build instead of two in CI): at the end
+# scripts/coverage.sh reports it and fails the job below its targets.
 #   scripts/check_sanitizers.sh [VERIFY_STEPS]        (default 100)
-# Environment: BUILD_DIR (default build-sanitize), JOBS (default nproc).
+# Environment: BUILD_DIR (default build-sanitize), JOBS (default nproc), COVERAGE (ON|OFF,
+# default ON; needs gcovr).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${BUILD_DIR:-build-sanitize}
@@ -18,21 +21,32 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export RC_PARAMS=${RC_PARAMS:-max_success=100}
 
 generator=(); command -v ninja >/dev/null && generator=(-G Ninja)
+coverage=${COVERAGE:-ON}
 cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Debug -DDSV4_CUDA=OFF \
-  -DDSV4_SANITIZERS=address,undefined >/dev/null
+  -DDSV4_SANITIZERS=address,undefined -DDSV4_COVERAGE="$coverage" >/dev/null
 cmake --build "$build_dir" -j "$jobs" --target reference_tests optimized_tests property_tests cli_tests fuzz_corpus_tests dsv4
 t_build=$(date +%s)
 
-# The benchmark-sized steps (8K prefills after 120K tokens) stay with the Release build.
-ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" --timeout 1800 -LE bench-smoke -E BenchCases
+find "$build_dir" -name '*.gcda' -delete  # coverage of this run only
+# gcov's counters are not thread-safe: the runs of `dsv4 verify` on several threads (these
+# tests, the verify below) write theirs to a scratch folder; every other test counts.
+threaded='^(Cli|VerifyRun)\.|^dsv4_process\.'
+scratch=$(mktemp -d)
+out=$(mktemp)
+trap 'rm -rf "$out" "$scratch"' EXIT
+# The GPU-sized steps (LargeStepTest: 8K prefills after 120K tokens, 1M context) stay with the
+# Release build.
+ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" --timeout 1800 -LE bench-smoke -E "LargeStepTest|$threaded"
+GCOV_PREFIX=$scratch ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" --timeout 1800 -R "$threaded"
 t_tests=$(date +%s)
 
-out=$(mktemp)
-trap 'rm -f "$out"' EXIT
-"$build_dir/harness/dsv4" verify --steps "$steps" --backend host --quiet | tee "$out"
+GCOV_PREFIX=$scratch "$build_dir/harness/dsv4" verify --steps "$steps" --backend host --quiet | tee "$out"
 grep -q "result: PASS" "$out"
 # The hostile-input reproductions once more, as processes, under the sanitizers.
 for dir in tests/data/capture_*; do "$build_dir/harness/dsv4" replay "$dir" --backend host >/dev/null; done
+t_verify=$(date +%s)
+[ "$coverage" = OFF ] || ./scripts/coverage.sh "$build_dir"
 t_end=$(date +%s)
 echo "check_sanitizers: OK (ASan + UBSan, Debug): build $((t_build - t0)) s, ctest $((t_tests - t_build)) s," \
-     "dsv4 verify --steps $steps + replays $((t_end - t_tests)) s, total $((t_end - t0)) s"
+     "dsv4 verify --steps $steps + replays $((t_verify - t_tests)) s, coverage report $((t_end - t_verify)) s," \
+     "total $((t_end - t0)) s"

@@ -2,7 +2,7 @@
 # Installs, with apt-get, whichever build dependencies are missing (Debian/Ubuntu, as root).
 set -euo pipefail
 packages=(cmake ninja-build g++ libeigen3-dev librapidcheck-dev libgtest-dev libgmock-dev
-          libbenchmark-dev nlohmann-json3-dev libcli11-dev python3-numpy python3-matplotlib
+          libbenchmark-dev nlohmann-json3-dev libcli11-dev gcovr python3-numpy python3-matplotlib
           python3-dev python3-venv)
 missing=()
 for p in "${packages[@]}"; do

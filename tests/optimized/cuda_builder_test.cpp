@@ -113,7 +113,12 @@ TEST(CudaBuilder, DefaultStreamAndGrowingWorkspace) {
 TEST(CudaBuilderAbsent, NoDeviceMeansNoBuilder) {
   if (opt::cuda_device_present()) GTEST_SKIP() << "a CUDA device is present";
   EXPECT_THROW(opt::make_cuda_builder(), std::runtime_error);
+  EXPECT_THROW(opt::make_cuda_builder(nullptr, 1024), std::runtime_error);
+  EXPECT_THROW(opt::make_cuda_builder(nullptr, 1024, kernels::LaunchShape{}), std::runtime_error);
+  EXPECT_THROW(opt::make_cuda_builder(nullptr, opt::CudaBuilderOptions{}), std::runtime_error);
   EXPECT_THROW(opt::BackendBuffer(opt::Backend::kCuda, 16), std::runtime_error);
+  int32_t value = 0;
+  EXPECT_THROW(opt::copy_to_host(opt::Backend::kCuda, &value, &value, sizeof value), std::runtime_error);
 }
 
 }  // namespace

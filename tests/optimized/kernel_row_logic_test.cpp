@@ -300,3 +300,38 @@ TEST(RowLogicAsGpuGroups, WideRowsAndTinyBatch) {
 
 }  // namespace
 }  // namespace dsv4::opt
+
+namespace dsv4::opt {
+namespace {
+
+using namespace dsv4::kernels;
+
+// A step that skipped validation with a token_to_req entry past R: that row is written -1 in
+// every column with length 0 and counts one error; no table row is read for it.
+TEST(RowLogicAsGpuGroups, ARowWhoseRequestIsOutOfRangeIsMinusOneAndCountsOneError) {
+  const ref::BuilderInputs in = harness::tiny_c4a();
+  harness::StagedRequest staged(Backend::kHost, in);
+  const std::vector<int32_t> token_to_req{0, 1, 7};  // token 2: request 7 of 2
+  BuildRequest request = staged.request();
+  request.token_to_req = token_to_req.data();
+  std::vector<int32_t> indices(3 * 8, 0x5a5a5a5a), lens(3, 0x5a5a5a5a);
+  const MixedSparseIndicesArgs a = make_mixed_sparse_indices_args(request, indices.data(), lens.data(), nullptr);
+  for (int32_t group : {1, 8}) {
+    const int64_t errors = a.vector_path ? build_as_groups<true, true>(a, group, 2) : build_as_groups<true, false>(a, group, 2);
+    EXPECT_EQ(errors, 1) << "group " << group;
+    EXPECT_EQ(lens[2], 0);
+    for (int32_t c = 0; c < 8; ++c) EXPECT_EQ(indices[static_cast<size_t>(2 * 8 + c)], -1) << "column " << c;
+    const ref::BuilderOutput want = ref::build_mixed_sparse_indices(in);  // rows 0 and 1 as valid
+    for (int32_t c = 0; c < 8; ++c) EXPECT_EQ(indices[static_cast<size_t>(8 + c)], want.sparse_indices(1, c));
+  }
+}
+
+// Block sizes and divisors are validated before; below 1 they are taken as 1, never divided by.
+TEST(FastDivider, DivisorsBelowOneAreOne) {
+  EXPECT_EQ(FastDivider::make(0).divide(77), 77u);
+  EXPECT_EQ(FastDivider::make(-3).divide(5), 5u);
+  EXPECT_EQ(BlockTableView::make(nullptr, 0, 0, 0).block_size, 1);
+}
+
+}  // namespace
+}  // namespace dsv4::opt

@@ -7,6 +7,7 @@
 
 #include "harness/counting_builder.h"
 #include "harness/hand_cases.h"
+#include "optimized/host_builder.h"
 #include "optimized/step_index_cache.h"
 #include "support/backend_test.h"
 #include "support/expectations.h"
@@ -192,6 +193,52 @@ TEST_P(StepIndexCacheTest, VerifyRebuildsAreNotCountedAsContentErrors) {
     EXPECT_EQ(cache.take_content_errors(), 8) << "verify " << verify;
     EXPECT_EQ(cache.take_content_errors(), 0);
   }
+}
+
+// A host builder whose n-th build reports one row or column fewer, or whose release throws:
+// what verify_on_hit and the cache's destructor must survive.
+class FaultyBuilder final : public opt::MixedSparseIndicesBuilder {
+ public:
+  int64_t shrink_build = -1;  // this build's output loses a column (or a row, shrink_rows)
+  bool shrink_rows = false;
+  bool throw_on_release = false;
+  opt::Backend backend() const override { return opt::Backend::kHost; }
+  opt::BuiltIndices build(const opt::BuildRequest& request) override {
+    opt::BuiltIndices b = inner_->build(request);
+    if (++builds_ == shrink_build) (shrink_rows ? b.num_tokens : b.width) -= 1;
+    return b;
+  }
+  int64_t take_content_errors() override { return inner_->take_content_errors(); }
+  void release_outputs() override {
+    inner_->release_outputs();
+    if (throw_on_release) throw std::runtime_error("release failed");
+  }
+
+ private:
+  std::unique_ptr<opt::MixedSparseIndicesBuilder> inner_ = opt::make_host_builder();
+  int64_t builds_ = 0;
+};
+
+TEST(StepIndexCacheFaults, VerifyOnHitNamesARebuildOfAnotherShape) {
+  harness::StagedRequest staged(opt::Backend::kHost, harness::tiny_c128a());
+  for (bool rows : {false, true}) {
+    FaultyBuilder builder;
+    builder.shrink_build = 2;  // the verify rebuild of the first hit
+    builder.shrink_rows = rows;
+    StepIndexCache cache(builder, CacheOptions{true, true});
+    cache.get_or_build(LayerKind::kC128A, staged.request());
+    EXPECT_TRUE(verify_fails_naming(cache, LayerKind::kC128A, staged.request(),
+                                    {rows ? "num_tokens" : "width", rows ? "cached 3, rebuilt 2" : "cached 8, rebuilt 7"}));
+  }
+}
+
+// A destructor must not throw: a release that fails at the end of the step is swallowed there.
+TEST(StepIndexCacheFaults, DestructorSurvivesAReleaseThatThrows) {
+  FaultyBuilder builder;
+  builder.throw_on_release = true;
+  EXPECT_NO_THROW({ StepIndexCache cache(builder); });
+  StepIndexCache cache(builder);
+  EXPECT_THROW(cache.end_step(), std::runtime_error);  // but end_step itself reports it
 }
 
 // The key itself (host code, no backend): every field separates, data pointers do not.

@@ -24,6 +24,10 @@ namespace {
 
 using StepIndexerTest = BackendTest;
 DSV4_ON_EVERY_BACKEND(StepIndexerTest);
+// Steps of the sizes the GPU is for: the Release build and the H200 run them, the sanitizer
+// job (Debug + ASan, 30-100 s each there) leaves them out.
+using LargeStepTest = BackendTest;
+DSV4_ON_EVERY_BACKEND(LargeStepTest);
 
 harness::StepShape small_mixed_shape(uint64_t seed) {
   harness::StepShape shape;
@@ -94,8 +98,7 @@ TEST_P(StepIndexerTest, FactoryStepsMatchTheReference) {
 }
 
 // The benchmark cases (bench/bench_cases.cpp), the shapes kernel_bench and step_bench time.
-// (The largest steps of the suite: the sanitizer job leaves this test to the Release build.)
-TEST_P(StepIndexerTest, BenchCasesMatchTheReference) {
+TEST_P(LargeStepTest, BenchCasesMatchTheReference) {
   constexpr int32_t kFirstLayers = 6;
   uint64_t seed = 1;
   for (const char* name : {"prefill8K_ctx120K", "decode32_prefill8K", "decode256_ctx32K"}) {
@@ -115,7 +118,7 @@ TEST_P(StepIndexerTest, BenchCasesMatchTheReference) {
 }
 
 // C128A effective width E = 8192 at 1M context: 128 + 8192 columns, a CTA per row.
-TEST_P(StepIndexerTest, C128AAtOneMillionContext) {
+TEST_P(LargeStepTest, C128AAtOneMillionContext) {
   harness::StepShape shape;
   shape.num_decodes = 4;
   shape.decode_context = (1 << 20) - 8;
@@ -129,7 +132,7 @@ TEST_P(StepIndexerTest, C128AAtOneMillionContext) {
 }
 
 // Speculative decoding (2 tokens per decode request) and Flash's SWA-only layers.
-TEST_P(StepIndexerTest, SpeculativeDecodesAndShortPrefills) {
+TEST_P(LargeStepTest, SpeculativeDecodesAndShortPrefills) {
   harness::StepShape shape;
   shape.num_decodes = 40;
   shape.decode_tokens_each = 2;
@@ -186,7 +189,7 @@ TEST_P(StepIndexerTest, CorruptedStepsCountContentErrorsLikeTheReference) {
 
 // Two consecutive steps of the same shape get the same output memory for every layer: the
 // workspace replays its chunks, so steady-state steps allocate nothing.
-TEST_P(StepIndexerTest, SteadyStateStepsReuseTheWorkspace) {
+TEST_P(LargeStepTest, SteadyStateStepsReuseTheWorkspace) {
   const ref::ModelSchedule schedule = ref::deepseek_v4_pro();
   const harness::StepCase c = factory_case(bench::bench_case("decode256_ctx32K").shape, schedule, 10);
   const harness::BackendStep staged(backend(), c.step, schedule, c.c4a_per_layer);

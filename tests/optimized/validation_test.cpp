@@ -87,6 +87,10 @@ TEST(Validation, ViewShapes) {
       {[](F& f) { f.request.swa.num_rows = 1; }, {"swa.block_table", "1 rows", "R = 2"}},
       {[](F& f) { f.request.compressed.num_rows = 1; }, {"compressed.block_table", "1 rows", "R = 2"}},  // more rows: SPEC §7
       {[](F& f) { f.request.token_to_req = nullptr; }, {"token_to_req is null"}},
+      {[](F& f) { f.request.query_start_loc = nullptr; }, {"query_start_loc is null"}},
+      {[](F& f) { f.request.seq_lens = nullptr; }, {"seq_lens is null"}},
+      {[](F& f) { f.request.swa.blocks_per_row = -1; }, {"swa.blocks_per_row = -1"}},
+      {[](F& f) { f.request.compressed.block_table = nullptr; }, {"compressed.block_table is null"}},
       {[](F& f) {
          f.request.num_decode_tokens = 5;
          f.request.decode_swa_indices.rows = 5;
@@ -120,6 +124,13 @@ TEST(Validation, StepStructure) {
   Fixture full;
   full.seq_lens = {2, 128};
   EXPECT_NO_THROW(validate_step_structure(full.request, full.host()));
+  const Fixture f;  // the host copies themselves missing
+  EXPECT_TRUE(throws_naming([&] { validate_step_structure(f.request, {nullptr, f.seq_lens.data(), f.token_to_req.data()}); },
+                            {"host.query_start_loc is null"}));
+  EXPECT_TRUE(throws_naming([&] { validate_step_structure(f.request, {f.qsl.data(), nullptr, f.token_to_req.data()}); },
+                            {"host.seq_lens is null"}));
+  EXPECT_TRUE(throws_naming([&] { validate_step_structure(f.request, {f.qsl.data(), f.seq_lens.data(), nullptr}); },
+                            {"host.token_to_req is null"}));
 }
 
 TEST(Validation, DecodeTokensMustEndAtARequestBoundary) {
