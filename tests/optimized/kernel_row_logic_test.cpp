@@ -315,7 +315,8 @@ TEST(RowLogicAsGpuGroups, ARowWhoseRequestIsOutOfRangeIsMinusOneAndCountsOneErro
   BuildRequest request = staged.request();
   request.token_to_req = token_to_req.data();
   std::vector<int32_t> indices(3 * 8, 0x5a5a5a5a), lens(3, 0x5a5a5a5a);
-  const MixedSparseIndicesArgs a = make_mixed_sparse_indices_args(request, indices.data(), lens.data(), nullptr);
+  const MixedSparseIndicesArgs a =
+      make_mixed_sparse_indices_args(request, BuiltIndices{indices.data(), lens.data(), 3, 8, 8}, nullptr);
   for (int32_t group : {1, 8}) {
     const int64_t errors = a.vector_path ? build_as_groups<true, true>(a, group, 2) : build_as_groups<true, false>(a, group, 2);
     EXPECT_EQ(errors, 1) << "group " << group;
