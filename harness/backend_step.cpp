@@ -33,9 +33,12 @@ BackendStep::BackendStep(opt::Backend backend, const ref::Step& step,
     if (decode_valid.empty()) decode_valid.assign(static_cast<size_t>(num_decode), 1);
     inputs_.decode_valid = uploads_.bytes(decode_valid);
   }
-  inputs_.swa = uploads_.cache(step.swa);
-  if (!layout.drop_c4a_table) inputs_.c4a = uploads_.cache(step.c4a);  // else: none, the SWA table
-  if (!layout.drop_c128a_table) inputs_.c128a = uploads_.cache(step.c128a);
+  const auto cache = [&](const ref::PagedCache& c, const TableLayout& t) {
+    return uploads_.cache(c, t.row_padding, t.extra_rows);
+  };
+  inputs_.swa = cache(step.swa, layout.swa_table);
+  if (!layout.drop_c4a_table) inputs_.c4a = cache(step.c4a, layout.c4a_table);  // else: none, the SWA table
+  if (!layout.drop_c128a_table) inputs_.c128a = cache(step.c128a, layout.c128a_table);
   inputs_.decode_swa_indices =
       uploads_.matrix(ref::decode_swa_indices(step, schedule.window), layout.decode_swa_indices);
 

@@ -29,9 +29,11 @@ opt::Int32Matrix BackendUploads::matrix(const ref::IndexMatrix& m, MatrixLayout 
   return view;
 }
 
-opt::PagedCacheView BackendUploads::cache(const ref::PagedCache& cache, int32_t row_padding) {
+opt::PagedCacheView BackendUploads::cache(const ref::PagedCache& cache, int32_t row_padding, int32_t extra_rows) {
   opt::PagedCacheView view;
-  const opt::Int32Matrix table = matrix(cache.block_table, MatrixLayout{row_padding, 0});
+  ref::IndexMatrix rows = ref::IndexMatrix::Constant(cache.block_table.rows() + extra_rows, cache.block_table.cols(), -77);
+  rows.topRows(cache.block_table.rows()) = cache.block_table;
+  const opt::Int32Matrix table = matrix(rows, MatrixLayout{row_padding, 0});
   view.num_rows = table.rows;
   view.blocks_per_row = table.cols;
   view.row_stride = row_padding != 0 ? table.row_stride : 0;  // 0: dense, the default

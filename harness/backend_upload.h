@@ -20,8 +20,9 @@ class BackendUploads {
   const uint8_t* bytes(const std::vector<uint8_t>& data);
   // Padding between rows and before the base hold -77, which no path may read.
   opt::Int32Matrix matrix(const ref::IndexMatrix& m, MatrixLayout layout = {});
-  // The table's rows `row_padding` apart beyond its width (-77 in the gaps).
-  opt::PagedCacheView cache(const ref::PagedCache& cache, int32_t row_padding = 0);
+  // The table's rows `row_padding` apart beyond its width, and `extra_rows` rows past R (a
+  // persistent [max_num_reqs][max_blocks] table, SPEC §7); -77 in the gaps and extra rows.
+  opt::PagedCacheView cache(const ref::PagedCache& cache, int32_t row_padding = 0, int32_t extra_rows = 0);
   // A buffer of `count` int32 filled with `fill`, for outputs and status words.
   int32_t* scratch(size_t count, int32_t fill);
 

@@ -524,6 +524,10 @@ rc::Gen<StepLayout> gen_step_layout(const ref::ModelSchedule& schedule, bool may
       return MatrixLayout{*one_of_values<int32_t>(0, 0, 1, 3, 4, 7), *one_of_values<int32_t>(0, 0, 0, 1, 2, 3)};
     };
     auto sometimes = [] { return *weighted<bool>({{2, false}, {1, true}}); };
+    auto table = [] { return TableLayout{*one_of_values<int32_t>(0, 0, 1, 3, 5), *one_of_values<int32_t>(0, 0, 1, 4)}; };
+    l.swa_table = table();
+    l.c4a_table = table();
+    l.c128a_table = table();
     l.decode_swa_indices = matrix();
     l.c128a_decode_global = matrix();
     l.c128a_prefill_local = matrix();
@@ -661,11 +665,16 @@ rc::Gen<RequestLayout> gen_request_layout() {
     auto matrix = [] {
       return MatrixLayout{*one_of_values<int32_t>(0, 1, 3, 4, 7), *one_of_values<int32_t>(0, 0, 1, 2, 3)};
     };
+    RequestLayout l;
     switch (*weighted<int>({{1, 0}, {1, 1}, {1, 2}})) {
-      case 0: return RequestLayout{};
-      case 1: return same_layout(matrix());
-      default: return RequestLayout{matrix(), matrix(), matrix()};
+      case 0: return l;
+      case 1: l = same_layout(matrix()); break;
+      default: l = RequestLayout{matrix(), matrix(), matrix()}; break;
     }
+    l.table_row_padding = *one_of_values<int32_t>(0, 0, 1, 3, 5);
+    l.caller_output = *weighted<bool>({{2, false}, {1, true}});
+    l.output_row_padding = l.caller_output ? *one_of_values<int32_t>(0, 4, 8) : 0;
+    return l;
   });
 }
 

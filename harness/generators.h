@@ -47,9 +47,10 @@ rc::Gen<std::vector<ref::C4aIndexerOutput>> gen_c4a_outputs(const ref::Step& ste
                                                             int32_t min_width = 0);
 
 // How a case of `schedule` is staged (input_layout.h): dense half of the time (shrinking goes
-// there), else independent row paddings and misalignments of every matrix input, C4A layers
-// with their own top-k, and optional inputs dropped: decode_valid, the C128A decode lens and,
-// when `may_drop_tables`, a compressed table (lookups then go through the SWA table).
+// there), else independent row paddings and misalignments of every matrix input (block tables
+// too, with rows past R), C4A layers with their own top-k, and optional inputs dropped:
+// decode_valid, the C128A decode lens and, when `may_drop_tables`, a compressed table (lookups
+// then go through the SWA table).
 rc::Gen<StepLayout> gen_step_layout(const ref::ModelSchedule& schedule, bool may_drop_tables = true);
 
 // A valid step case (in a drawn layout): the reference reports no content error on it.
@@ -79,7 +80,8 @@ struct BuildLimits {
 };
 rc::Gen<ref::BuilderInputs> gen_builder_inputs(BuildLimits limits = {});
 // Dense a third of the time, one padding and misalignment for every matrix a third, each
-// matrix its own the rest.
+// matrix its own the rest; in the last two, padded block-table rows and caller-owned outputs
+// (SPEC §7) sometimes.
 rc::Gen<RequestLayout> gen_request_layout();
 // "W=4 ratio=4 topk=2 R=2 T=3 D=1 Kd=2 Kp=2 local valid swaB=64 cB=2"
 std::string describe(const ref::BuilderInputs& in);

@@ -10,6 +10,11 @@ void describe_matrix(std::ostringstream& os, const std::string& name, const Matr
   if (m.misalign != 0) os << "; " << name << " misaligned by " << m.misalign;
 }
 
+void describe_table(std::ostringstream& os, const std::string& name, const TableLayout& t) {
+  if (t.row_padding != 0) os << "; " << name << " row padding " << t.row_padding;
+  if (t.extra_rows != 0) os << "; " << name << " " << t.extra_rows << " rows past R";
+}
+
 }  // namespace
 
 RequestLayout same_layout(MatrixLayout every_matrix) { return {every_matrix, every_matrix, every_matrix}; }
@@ -50,6 +55,9 @@ std::string describe(const StepLayout& layout) {
   describe_matrix(os, "decode_swa_indices", layout.decode_swa_indices);
   describe_matrix(os, "c128a_decode_global", layout.c128a_decode_global);
   describe_matrix(os, "c128a_prefill_local", layout.c128a_prefill_local);
+  describe_table(os, "swa_block_table", layout.swa_table);
+  describe_table(os, "c4a_block_table", layout.c4a_table);
+  describe_table(os, "c128a_block_table", layout.c128a_table);
   for (size_t l = 0; l < layout.c4a_decode_local.size(); ++l)
     describe_matrix(os, "layer " + std::to_string(l) + " decode_local", layout.c4a_decode_local[l]);
   for (size_t l = 0; l < layout.c4a_prefill_topk.size(); ++l)

@@ -32,9 +32,17 @@ RequestLayout same_layout(MatrixLayout every_matrix);
 // "dense" or what the layout changes.
 std::string describe(const RequestLayout& layout);
 
+// A block table in a persistent buffer (SPEC §7): rows row_padding apart beyond its width,
+// extra_rows rows past R; never read.
+struct TableLayout {
+  int32_t row_padding = 0;
+  int32_t extra_rows = 0;
+};
+
 // A whole step staged for the per-layer entry point (harness::BackendStep).
 struct StepLayout {
   MatrixLayout decode_swa_indices, c128a_decode_global, c128a_prefill_local;
+  TableLayout swa_table, c4a_table, c128a_table;
   std::vector<MatrixLayout> c4a_decode_local, c4a_prefill_topk;  // by layer; missing: dense
   std::vector<int32_t> c4a_topk;  // by layer; missing or < 0: the schedule's c4a_topk
   bool drop_decode_valid = false;       // no decode_valid: every decode token counts its picks

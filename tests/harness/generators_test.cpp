@@ -121,6 +121,8 @@ TEST(Generators, CoverTheSpace) {
     count("no C128A decode lens", l.drop_c128a_decode_lens);
     count("C4A through the SWA table", l.drop_c4a_table);
     count("C128A through the SWA table", l.drop_c128a_table);
+    count("block tables strided", l.swa_table.row_padding > 0 && l.c4a_table.row_padding > 0);
+    count("block tables with rows past R", l.c128a_table.extra_rows > 0);
   }
   for (const auto& [feature, n] : seen) {
     EXPECT_GT(n, 0) << "no drawn case has: " << feature;
@@ -148,6 +150,8 @@ TEST(Generators, CoverTheBuildSpace) {
                             l.decode_compressed.row_padding == 0 && l.prefill_topk.misalign == 0;
     seen["matrices strided differently"] += l.decode_swa_indices.row_padding != l.prefill_topk.row_padding;
     seen["one matrix misaligned, another not"] += (l.decode_compressed.misalign == 0) != (l.prefill_topk.misalign == 0);
+    seen["block tables strided"] += l.table_row_padding > 0;
+    seen["caller-owned output"] += l.caller_output;
   }
   for (const auto& [feature, n] : seen) EXPECT_GT(n, 0) << "no drawn build has: " << feature;
 }

@@ -28,6 +28,7 @@ TEST_P(Layouts, EveryMatrixStridedEveryOptionalInputDroppedEachC4aLayerItsOwnTop
     StepCase c = *gen_step_case(ScheduleChoice::kAny, small_steps());
     StepLayout& l = c.layout;
     l = StepLayout{};
+    l.swa_table = l.c4a_table = l.c128a_table = TableLayout{*rc::gen::inRange<int32_t>(1, 9), *rc::gen::inRange<int32_t>(0, 4)};
     l.decode_swa_indices = strided();
     l.c128a_decode_global = strided();
     l.c128a_prefill_local = strided();
