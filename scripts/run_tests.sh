@@ -2,7 +2,8 @@
 # The whole test suite: install what is missing, build (the Python package dsv4_indices too), run
 # every CTest test (GPU tests skip visibly without a device) and print the totals, then the
 # Python package's pytest suite; both must pass. Then the sanitizer job (CPU path, Debug,
-# ASan + UBSan: scripts/check_sanitizers.sh). On 2 cores from scratch: ~3 min + ~4 min.
+# ASan + UBSan: scripts/check_sanitizers.sh), whose build also reports coverage
+# (scripts/coverage.sh). On 2 cores from scratch: ~4 min + ~5 min.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install_deps.sh
