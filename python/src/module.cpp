@@ -544,6 +544,25 @@ NB_MODULE(_core, m) {
   using namespace dsv4::py;
   namespace opt = dsv4::opt;
   m.doc() = "dsv4_indices._core: bindings of the DeepSeek-V4 mixed sparse index builder (see dsv4_indices).";
+  // The library's std exceptions become Python ones in this module's own translator, ahead of
+  // nanobind's default one: on the H200 (Python 3.12 venv with torch loaded) a
+  // std::invalid_argument from validation reaching the default translator crashed the
+  // interpreter, while nanobind's own exception types were translated fine.
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const std::invalid_argument& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const std::out_of_range& e) {
+      PyErr_SetString(PyExc_IndexError, e.what());
+    } catch (const std::bad_alloc&) {
+      PyErr_NoMemory();
+    } catch (const std::logic_error& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    } catch (const std::runtime_error& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    }
+  });
 
   m.def("build", &build, nb::kw_only(), "window"_a, "ratio"_a, "topk"_a, "decode_swa_indices"_a = nb::none(),
         "decode_compressed"_a = nb::none(), "decode_local"_a = false, "decode_compressed_lens"_a = nb::none(),
