@@ -1,5 +1,7 @@
 #include "harness/backend_upload.h"
 
+#include <algorithm>
+
 namespace dsv4::harness {
 
 const int32_t* BackendUploads::ints(const int32_t* data, Eigen::Index count) {
@@ -22,9 +24,8 @@ opt::Int32Matrix BackendUploads::matrix(const ref::IndexMatrix& m, MatrixLayout 
   view.cols = static_cast<int32_t>(m.cols());
   view.row_stride = m.cols() + layout.row_padding;
   std::vector<int32_t> host(static_cast<size_t>(layout.misalign + m.rows() * view.row_stride), -77);
-  for (Eigen::Index i = 0; i < m.rows(); ++i)
-    for (Eigen::Index j = 0; j < m.cols(); ++j)
-      host[static_cast<size_t>(layout.misalign + i * view.row_stride + j)] = m(i, j);
+  for (Eigen::Index i = 0; i < m.rows(); ++i)  // row-major: each row is contiguous
+    std::copy_n(m.data() + i * m.cols(), m.cols(), host.begin() + layout.misalign + i * view.row_stride);
   view.data = ints(host.data(), static_cast<Eigen::Index>(host.size())) + layout.misalign;
   return view;
 }

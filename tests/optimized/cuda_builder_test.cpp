@@ -10,6 +10,7 @@
 #include "harness/step_factory.h"
 #include "kernels/mixed_sparse_indices_policy.h"
 #include "optimized/backend_buffer.h"
+#include "optimized/device_memory.h"
 #include "support/backend_test.h"
 #include "support/expectations.h"
 
@@ -119,6 +120,10 @@ TEST(CudaBuilderAbsent, NoDeviceMeansNoBuilder) {
   EXPECT_THROW(opt::BackendBuffer(opt::Backend::kCuda, 16), std::runtime_error);
   int32_t value = 0;
   EXPECT_THROW(opt::copy_to_host(opt::Backend::kCuda, &value, &value, sizeof value), std::runtime_error);
+  EXPECT_THROW(opt::device_allocate(16), std::runtime_error);
+  EXPECT_THROW(opt::device_copy_from_host(&value, &value, sizeof value), std::runtime_error);
+  EXPECT_THROW(opt::device_copy_to_host(&value, &value, sizeof value), std::runtime_error);
+  EXPECT_NO_THROW(opt::device_release(nullptr));
 }
 
 }  // namespace

@@ -152,6 +152,14 @@ TEST_P(StepIndexCacheTest, VerifyOnHitRebuildsAndPassesWhenEqual) {
   EXPECT_EQ(a.sparse_indices, b.sparse_indices);
   EXPECT_EQ(cache.builder_calls(), 1);      // verify rebuilds not counted
   EXPECT_EQ(counted().build_calls(), 2);  // but they happen
+  // Into caller-owned rows wider than the output (SPEC §7): compared row by row.
+  harness::RequestLayout wide;
+  wide.caller_output = true;
+  wide.output_row_padding = 4;
+  harness::StagedRequest owned(backend(), harness::tiny_c128a(), wide);
+  const BuiltIndices c = cache.get_or_build(LayerKind::kC128A, owned.request());
+  EXPECT_NE(c.row_stride, c.width);
+  EXPECT_EQ(cache.get_or_build(LayerKind::kC128A, owned.request()).sparse_indices, c.sparse_indices);
 }
 
 // The message of a verify_on_hit failure names every needle.
@@ -232,6 +240,13 @@ TEST(StepIndexCacheFaults, VerifyOnHitNamesARebuildOfAnotherShape) {
   }
 }
 
+// A builder that cannot record says so (CUDA-graph recording is the backends' own).
+TEST(StepIndexCacheFaults, ABuilderWithoutRecordingRefusesToRecord) {
+  FaultyBuilder builder;
+  EXPECT_THROW(builder.begin_recording(), std::logic_error);
+  EXPECT_THROW(builder.end_recording(), std::logic_error);
+}
+
 // A destructor must not throw: a release that fails at the end of the step is swallowed there.
 TEST(StepIndexCacheFaults, DestructorSurvivesAReleaseThatThrows) {
   FaultyBuilder builder;
@@ -269,6 +284,18 @@ TEST(StepIndexCacheKey, CoversEveryField) {
   EXPECT_TRUE(differs([](R& r) { r.swa.blocks_per_row += 1; }));
   EXPECT_TRUE(differs([](R& r) { r.compressed.block_size += 1; }));
   EXPECT_TRUE(differs([](R& r) { r.compressed.blocks_per_row += 1; }));
+  EXPECT_TRUE(differs([](R& r) { r.swa.row_stride = 5; }));
+  EXPECT_TRUE(differs([](R& r) { r.swa.block_span = 70; }));
+  EXPECT_TRUE(differs([](R& r) { r.swa.base_offset = 9; }));
+  EXPECT_TRUE(differs([](R& r) { r.compressed.row_stride = 5; }));
+  EXPECT_TRUE(differs([](R& r) { r.compressed.block_span = 3; }));
+  EXPECT_TRUE(differs([](R& r) { r.compressed.base_offset = 9; }));
+  EXPECT_TRUE(differs([](R& r) { r.row_capacity = 8; }));
+  EXPECT_TRUE(differs([](R& r) { r.compressed_capacity = 8; }));
+  int32_t somewhere[4] = {};
+  EXPECT_TRUE(differs([&](R& r) { r.output.sparse_indices = somewhere; }));
+  EXPECT_TRUE(differs([&](R& r) { r.run_time_sizes = reinterpret_cast<const opt::StepSizes*>(somewhere); }));
+  EXPECT_TRUE(differs([&](R& r) { r.status = reinterpret_cast<opt::MetadataStatus*>(somewhere); }));
   // Data pointers are not part of the key: same-kind layers of a step share inputs (SPEC §5).
   EXPECT_FALSE(differs([](R& r) { r.prefill_topk.data += 1; }));
 }

@@ -31,6 +31,7 @@ struct Fixture {
   StagedRequest staged{Backend::kHost, harness::tiny_c4a()};
   BuildRequest request = staged.request();
   std::vector<int32_t> qsl{0, 1, 3}, seq_lens{2, 10}, token_to_req{0, 1, 1};
+  alignas(16) int32_t output[32] = {};  // where a caller-owned output or status would go
   StepStructureHost host() const { return StepStructureHost{qsl.data(), seq_lens.data(), token_to_req.data()}; }
   ::testing::AssertionResult rejected(const std::vector<std::string>& needles) const {
     return throws_naming([&] { validate_step_structure(request, host()); }, needles);
@@ -91,6 +92,31 @@ TEST(Validation, ViewShapes) {
       {[](F& f) { f.request.seq_lens = nullptr; }, {"seq_lens is null"}},
       {[](F& f) { f.request.swa.blocks_per_row = -1; }, {"swa.blocks_per_row = -1"}},
       {[](F& f) { f.request.compressed.block_table = nullptr; }, {"compressed.block_table is null"}},
+      // SPEC §7 persistent buffers: spans, strides, capacities, caller-owned outputs.
+      {[](F& f) { f.request.swa.block_span = 32; }, {"swa.block_span = 32", "swa.block_size = 64"}},
+      {[](F& f) { f.request.swa.row_stride = 1; }, {"swa.row_stride = 1", "2 blocks per row"}},
+      {[](F& f) { f.request.row_capacity = -1; }, {"row_capacity = -1"}},
+      {[](F& f) { f.request.row_capacity = 2; }, {"row_capacity = 2 is below T = 3"}},
+      {[](F& f) {
+         f.request.run_time_sizes = reinterpret_cast<const StepSizes*>(f.qsl.data());
+         f.request.row_capacity = 5;
+       },
+       {"row_capacity = 5 must equal T_cap = 3"}},
+      {[](F& f) { f.request.compressed_capacity = 3; }, {"compressed_capacity = 3 is below P = 4"}},
+      {[](F& f) { f.request.compressed_capacity = INT_MAX; }, {"compressed_capacity = 2147483647", "int32"}},
+      {[](F& f) { f.request.output.sparse_indices = f.output + 1; }, {"output.sparse_indices is not 16-byte aligned"}},
+      {[](F& f) {
+         f.request.output.sparse_indices = f.output;
+         f.request.output.row_stride = 6;
+       },
+       {"output.row_stride = 6", "W + P_cap = 8"}},
+      {[](F& f) {
+         f.request.output.sparse_indices = f.output;
+         f.request.output.row_stride = 8;
+       },
+       {"output.sparse_lens is null"}},
+      {[](F& f) { f.request.output.sparse_lens = f.output; }, {"output.sparse_lens is given without output.sparse_indices"}},
+      {[](F& f) { f.request.status = reinterpret_cast<MetadataStatus*>(f.output); }, {"status is given without run_time_sizes"}},
       {[](F& f) {
          f.request.num_decode_tokens = 5;
          f.request.decode_swa_indices.rows = 5;

@@ -60,23 +60,20 @@ inline void write_int(opt::Backend backend, int32_t* p, int32_t value) {
 #endif
 }
 
-// Stages `in` in `layout`, validates it as a StepIndexer would, builds, poisons the output,
-// rebuilds into the same (recycled) memory and compares with `expected` (default: the
-// reference's build of `in`).
-inline ::testing::AssertionResult builds_as(opt::MixedSparseIndicesBuilder& builder, const ref::BuilderInputs& in,
-                                            const ref::BuilderOutput& expected,
-                                            const harness::RequestLayout& layout = {}) {
+// Builds `request`, poisons the output, rebuilds into the same (recycled) memory, so that an
+// element the build leaves unwritten shows, and compares with `expected`.
+inline ::testing::AssertionResult builds_twice_as(opt::MixedSparseIndicesBuilder& builder,
+                                                  const opt::BuildRequest& request,
+                                                  const ref::BuilderOutput& expected, int32_t num_decode_tokens) {
   const opt::Backend backend = builder.backend();
-  harness::StagedRequest staged(backend, in, layout);
-  opt::validate_step_structure(staged.request(), staged.host());
   builder.release_outputs();
   (void)builder.take_content_errors();
-  const opt::BuiltIndices first = builder.build(staged.request());
+  const opt::BuiltIndices first = builder.build(request);
   fill_bytes(backend, first.sparse_indices, static_cast<size_t>(first.num_tokens) * first.row_stride * 4, 0x5a);
   fill_bytes(backend, first.sparse_lens, static_cast<size_t>(first.num_tokens) * 4, 0xa5);
   (void)builder.take_content_errors();
   builder.release_outputs();
-  const opt::BuiltIndices built = builder.build(staged.request());
+  const opt::BuiltIndices built = builder.build(request);
   if (built.sparse_indices != first.sparse_indices || built.sparse_lens != first.sparse_lens) {
     return ::testing::AssertionFailure() << "[" << opt::backend_name(backend)
                                          << "] the recycled workspace did not return the same memory";
@@ -86,9 +83,18 @@ inline ::testing::AssertionResult builds_as(opt::MixedSparseIndicesBuilder& buil
   builder.release_outputs();
   harness::Mismatch where;
   where.backend = opt::backend_name(backend);
-  where.window = in.window;
-  return no_mismatch(
-      harness::compare_build(expected, got, errors, static_cast<int32_t>(in.decode_swa_indices.rows()), where));
+  where.window = request.window;
+  return no_mismatch(harness::compare_build(expected, got, errors, num_decode_tokens, where));
+}
+
+// Stages `in` in `layout`, validates it as a StepIndexer would and builds it twice
+// (builds_twice_as) against `expected` (default: the reference's build of `in`).
+inline ::testing::AssertionResult builds_as(opt::MixedSparseIndicesBuilder& builder, const ref::BuilderInputs& in,
+                                            const ref::BuilderOutput& expected,
+                                            const harness::RequestLayout& layout = {}) {
+  harness::StagedRequest staged(builder.backend(), in, layout);
+  opt::validate_step_structure(staged.request(), staged.host());
+  return builds_twice_as(builder, staged.request(), expected, static_cast<int32_t>(in.decode_swa_indices.rows()));
 }
 inline ::testing::AssertionResult builds_like_reference(opt::MixedSparseIndicesBuilder& builder,
                                                         const ref::BuilderInputs& in,
@@ -107,21 +113,7 @@ inline ::testing::AssertionResult checked_build_like_reference(opt::MixedSparseI
   const ref::CheckedBuild expected = ref::build_mixed_sparse_indices(in, sizes);
   harness::StagedRequest staged(backend, in, layout, sizes);
   opt::validate_request_shape(staged.request());
-  builder.release_outputs();
-  (void)builder.take_content_errors();
-  const opt::BuiltIndices first = builder.build(staged.request());
-  fill_bytes(backend, first.sparse_indices, static_cast<size_t>(first.num_tokens) * first.row_stride * 4, 0x5a);
-  fill_bytes(backend, first.sparse_lens, static_cast<size_t>(first.num_tokens) * 4, 0xa5);
-  (void)builder.take_content_errors();
-  builder.release_outputs();
-  const opt::BuiltIndices built = builder.build(staged.request());
-  const int64_t errors = builder.take_content_errors();
-  const harness::HostIndices got = harness::download(backend, built);
-  builder.release_outputs();
-  harness::Mismatch where;
-  where.backend = opt::backend_name(backend);
-  where.window = in.window;
-  ::testing::AssertionResult same = no_mismatch(harness::compare_build(expected.output, got, errors, sizes.num_decode_tokens, where));
+  ::testing::AssertionResult same = builds_twice_as(builder, staged.request(), expected.output, sizes.num_decode_tokens);
   if (!same) return same;
   const opt::MetadataStatus status = staged.status();
   const ref::MetadataStatus& want = expected.status;
