@@ -284,13 +284,19 @@ def peer_step_table(steps, peer, peer_ctx, lines):
     lines.append("")
 
 
-def step_section(doc, lines, targets, floor_notes, peer=None, peer_ctx=None):
-    runs = collapse(doc)
+def step_runs(runs):
+    """step_bench's runs as {(timing, model, case): {"cached" | "uncached": run}}."""
     steps = {}
     for name, r in runs.items():
         parts = name.split("/")
         if len(parts) == 5 and parts[1] == "step":
             steps.setdefault((parts[0], parts[2], parts[3]), {})[parts[4]] = r
+    return steps
+
+
+def step_section(doc, lines, targets, floor_notes, peer=None, peer_ctx=None):
+    runs = collapse(doc)
+    steps = step_runs(runs)
     lines.append("## Step: every layer of the schedule, uncached vs cached\n")
     ctx = doc.get("context", {})
     if "dsv4_device" in ctx:
@@ -372,12 +378,8 @@ def launch_overlap_section(on_doc, off_doc, lines):
     """Cached steps with programmatic dependent launch (step_bench's default) against the same
     steps launched plainly (step_bench --no_programmatic_launch), same run."""
     def cached(doc):
-        out = {}
-        for name, r in collapse(doc).items():
-            parts = name.split("/")
-            if len(parts) == 5 and parts[1] == "step" and parts[4] == "cached" and "error" not in r:
-                out[(parts[0], parts[2], parts[3])] = r
-        return out
+        return {key: paths["cached"] for key, paths in step_runs(collapse(doc)).items()
+                if "cached" in paths and "error" not in paths["cached"]}
     on, off = cached(on_doc), cached(off_doc)
     keys = sorted(set(on) & set(off), key=lambda k: (k[0], k[1], CASE_ORDER.index(k[2]) if k[2] in CASE_ORDER else 99))
     if not keys:
