@@ -113,6 +113,16 @@ __global__ void streaming_wait_kernel(uint4* buffer, size_t count, uint64_t ns) 
 __global__ void empty_kernel() {}
 __global__ void empty_kernel_args(LaunchFloorArgs) {}
 
+// A build's launch-and-order skeleton (LaunchFloorGraph): wait for the grid before, let the
+// next one launch, one store per CTA.
+__global__ void graph_floor_kernel(int32_t* sink) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
+  if (threadIdx.x == 0) sink[blockIdx.x] = static_cast<int32_t>(blockIdx.x);
+}
+
 constexpr int32_t kPageInts = 1024;  // 4 KiB
 
 // One thread: i = chain[i], `hops` times, then stores i (the reads must happen).
@@ -426,6 +436,42 @@ int32_t DependentReadChain::last_value() {
   int32_t v = 0;
   BENCH_CUDA_CHECK(cudaMemcpy(&v, out_, sizeof(v), cudaMemcpyDeviceToHost));
   return v;
+}
+
+LaunchFloorGraph::LaunchFloorGraph(void* stream, int nodes, int ctas, bool programmatic_launch) : stream_(stream) {
+  if (nodes < 1 || ctas < 1) throw std::invalid_argument("LaunchFloorGraph: nodes and ctas must be >= 1");
+  BENCH_CUDA_CHECK(cudaMalloc(&sink_, static_cast<size_t>(ctas) * sizeof(int32_t)));
+  cudaLaunchAttribute programmatic{};
+  programmatic.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  programmatic.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t launch{};
+  launch.gridDim = dim3(static_cast<unsigned>(ctas));
+  launch.blockDim = dim3(128);
+  launch.stream = as_stream(stream);
+  launch.attrs = programmatic_launch ? &programmatic : nullptr;
+  launch.numAttrs = programmatic_launch ? 1 : 0;
+  cudaGraph_t graph = nullptr;
+  BENCH_CUDA_CHECK(cudaStreamBeginCapture(as_stream(stream), cudaStreamCaptureModeThreadLocal));
+  for (int n = 0; n < nodes; ++n) {
+    void* params[] = {&sink_};
+    BENCH_CUDA_CHECK(cudaLaunchKernelExC(&launch, reinterpret_cast<const void*>(&graph_floor_kernel), params));
+  }
+  BENCH_CUDA_CHECK(cudaStreamEndCapture(as_stream(stream), &graph));
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t status = cudaGraphInstantiate(&exec, graph, 0);
+  (void)cudaGraphDestroy(graph);
+  BENCH_CUDA_CHECK(status);
+  exec_ = exec;
+}
+
+LaunchFloorGraph::~LaunchFloorGraph() {
+  (void)cudaStreamSynchronize(as_stream(stream_));
+  if (exec_ != nullptr) (void)cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec_));
+  (void)cudaFree(sink_);
+}
+
+void LaunchFloorGraph::replay() {
+  BENCH_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec_), as_stream(stream_)));
 }
 
 }  // namespace dsv4::bench

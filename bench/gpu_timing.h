@@ -218,4 +218,22 @@ class DependentReadChain {
   int32_t* out_ = nullptr;
 };
 
+// The floor of a replayed step graph: `nodes` launches of a kernel that does what every build
+// does around its work (griddepcontrol wait / launch_dependents, one store per CTA) and
+// nothing else, `ctas` CTAs of 128 threads each, captured from `stream` into one graph with
+// or without programmatic dependent launch, as StepGraph records its builds.
+class LaunchFloorGraph {
+ public:
+  LaunchFloorGraph(void* stream, int nodes, int ctas, bool programmatic_launch);
+  ~LaunchFloorGraph();
+  LaunchFloorGraph(const LaunchFloorGraph&) = delete;
+  LaunchFloorGraph& operator=(const LaunchFloorGraph&) = delete;
+  void replay();  // one cudaGraphLaunch on the stream
+
+ private:
+  void* stream_;
+  void* exec_ = nullptr;  // cudaGraphExec_t
+  int32_t* sink_ = nullptr;
+};
+
 }  // namespace dsv4::bench
