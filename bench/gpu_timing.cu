@@ -114,13 +114,16 @@ __global__ void empty_kernel() {}
 __global__ void empty_kernel_args(LaunchFloorArgs) {}
 
 // A build's launch-and-order skeleton (LaunchFloorGraph): wait for the grid before, let the
-// next one launch, one store per CTA.
-__global__ void graph_floor_kernel(int32_t* sink) {
+// next one launch, follow `hops` dependent reads from chain[first], one store per CTA.
+__global__ void graph_floor_kernel(int32_t* sink, const int32_t* chain, int32_t first, int32_t hops) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
   asm volatile("griddepcontrol.launch_dependents;" :::);
 #endif
-  if (threadIdx.x == 0) sink[blockIdx.x] = static_cast<int32_t>(blockIdx.x);
+  if (threadIdx.x != 0) return;
+  int32_t i = first;
+  for (int32_t h = 0; h < hops; ++h) i = __ldg(chain + i);
+  sink[blockIdx.x] = i + static_cast<int32_t>(blockIdx.x);
 }
 
 constexpr int32_t kPageInts = 1024;  // 4 KiB
@@ -438,9 +441,18 @@ int32_t DependentReadChain::last_value() {
   return v;
 }
 
-LaunchFloorGraph::LaunchFloorGraph(void* stream, int nodes, int ctas, bool programmatic_launch) : stream_(stream) {
-  if (nodes < 1 || ctas < 1) throw std::invalid_argument("LaunchFloorGraph: nodes and ctas must be >= 1");
+LaunchFloorGraph::LaunchFloorGraph(void* stream, int nodes, int ctas, int hops, bool programmatic_launch)
+    : stream_(stream) {
+  if (nodes < 1 || ctas < 1 || hops < 0 || hops > 2) {
+    throw std::invalid_argument("LaunchFloorGraph: nodes and ctas must be >= 1, hops in [0, 2]");
+  }
   BENCH_CUDA_CHECK(cudaMalloc(&sink_, static_cast<size_t>(ctas) * sizeof(int32_t)));
+  // A page per node whose first int leads to the shared page (nodes * kPageInts).
+  const size_t ints = static_cast<size_t>(nodes + 1) * kPageInts;
+  BENCH_CUDA_CHECK(cudaMalloc(&chain_, ints * sizeof(int32_t)));
+  std::vector<int32_t> host(ints, 0);
+  for (int n = 0; n < nodes; ++n) host[static_cast<size_t>(n) * kPageInts] = nodes * kPageInts;
+  BENCH_CUDA_CHECK(cudaMemcpy(chain_, host.data(), ints * sizeof(int32_t), cudaMemcpyHostToDevice));
   cudaLaunchAttribute programmatic{};
   programmatic.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   programmatic.val.programmaticStreamSerializationAllowed = 1;
@@ -453,7 +465,9 @@ LaunchFloorGraph::LaunchFloorGraph(void* stream, int nodes, int ctas, bool progr
   cudaGraph_t graph = nullptr;
   BENCH_CUDA_CHECK(cudaStreamBeginCapture(as_stream(stream), cudaStreamCaptureModeThreadLocal));
   for (int n = 0; n < nodes; ++n) {
-    void* params[] = {&sink_};
+    int32_t first = n * kPageInts;
+    int32_t node_hops = hops;
+    void* params[] = {&sink_, &chain_, &first, &node_hops};  // copied at capture
     BENCH_CUDA_CHECK(cudaLaunchKernelExC(&launch, reinterpret_cast<const void*>(&graph_floor_kernel), params));
   }
   BENCH_CUDA_CHECK(cudaStreamEndCapture(as_stream(stream), &graph));
@@ -468,6 +482,7 @@ LaunchFloorGraph::~LaunchFloorGraph() {
   (void)cudaStreamSynchronize(as_stream(stream_));
   if (exec_ != nullptr) (void)cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec_));
   (void)cudaFree(sink_);
+  (void)cudaFree(chain_);
 }
 
 void LaunchFloorGraph::replay() {

@@ -340,19 +340,21 @@ void BM_step_graph(benchmark::State& state, opt::Backend backend, std::string mo
   }
 }
 
-// cuda/launch_floor/graph/<nodes>x<ctas>[_pdl]: the replay of a graph of `nodes` launches that
-// only wait for their predecessor and store (LaunchFloorGraph), timed as BM_step_graph: what a
-// step graph of that many builds costs before any build does its work.
-void BM_graph_floor(benchmark::State& state, int nodes, int ctas, bool programmatic_launch) {
+// cuda/launch_floor/graph/<nodes>x<ctas>_hops<h>[_pdl]: the replay of a graph of `nodes`
+// launches that only wait for their predecessor, follow h dependent reads and store
+// (LaunchFloorGraph), timed as BM_step_graph: what a step graph of that many builds costs
+// before any build does its work (h = 0), and with a decode build's latency chain (h = 2).
+void BM_graph_floor(benchmark::State& state, int nodes, int ctas, int hops, bool programmatic_launch) {
   try {
     void* stream = cuda_stream(opt::Backend::kCuda);
-    LaunchFloorGraph graph(stream, nodes, ctas, programmatic_launch);
+    LaunchFloorGraph graph(stream, nodes, ctas, hops, programmatic_launch);
     graph.replay();  // warm-up: the graph uploaded to the device
     bench_device().stream->synchronize();
     const ReplayTimes t = time_replays(state, true, stream, [&graph] { graph.replay(); });
     state.counters["wall_us"] = t.wall_us;
     state.counters["host_us"] = t.host_us;
     state.counters["nodes"] = nodes;
+    state.counters["hops"] = hops;
     state.SetLabel("graph replay, L2 flushed, stream idle");
   } catch (const std::exception& e) {
     state.SkipWithError((std::string("graph floor: ") + e.what()).c_str());
@@ -361,12 +363,13 @@ void BM_graph_floor(benchmark::State& state, int nodes, int ctas, bool programma
 
 void register_benchmarks(const BackendChoice& backends) {
   if (backends.cuda) {
-    for (int nodes : {1, 23, 26, 31, 34}) {
-      for (bool pdl : {false, true}) {
-        for (int ctas : {1, 64}) {
-          const std::string name = "cuda/launch_floor/graph/" + std::to_string(nodes) + "x" + std::to_string(ctas) +
-                                   (pdl ? "_pdl" : "");
-          benchmark::RegisterBenchmark(name.c_str(), BM_graph_floor, nodes, ctas, pdl)
+    // 23 / 31: the Flash / Pro step graphs' builds.
+    for (int nodes : {1, 23, 31}) {
+      for (int hops : {0, 2}) {
+        for (bool pdl : {false, true}) {
+          const std::string name = "cuda/launch_floor/graph/" + std::to_string(nodes) + "x64_hops" +
+                                   std::to_string(hops) + (pdl ? "_pdl" : "");
+          benchmark::RegisterBenchmark(name.c_str(), BM_graph_floor, nodes, 64, hops, pdl)
               ->UseManualTime()
               ->Iterations(200)
               ->Unit(benchmark::kMicrosecond);

@@ -210,9 +210,11 @@ __global__ void __launch_bounds__(Policy::kDecodeRowMaxChunks)
         for (int e = 0; e < 4; ++e) v[e] = j0 + e < args.decode_width ? load_input(in + e) : -1;
       }
     }
-    // Thread 0 writes the length; checked, every thread needs it for the row's checks.
+    // Thread 0 writes the length; checked, every thread needs it for the row's checks, which
+    // also hold a window-only row's global lens to [0, Kd = 0].
     if (kChecked || k == 0) {
-      if (kForm == DecodeForm::kGlobal && args.decode_compressed_lens != nullptr) {
+      if (kForm != DecodeForm::kLocal && !args.decode_local && args.decode_compressed_lens != nullptr &&
+          (kChecked || kForm == DecodeForm::kGlobal)) {
         length_input = load_input(args.decode_compressed_lens + t);
       }
       if (kForm == DecodeForm::kLocal && args.decode_valid != nullptr) length_input = args.decode_valid[t];
