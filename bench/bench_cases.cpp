@@ -33,6 +33,8 @@ const std::vector<BenchCase>& bench_cases() {
     mixed.decode_context = 8192;
     return std::vector<BenchCase>{
         {"decode64_ctx8K", "64 decodes at 8K context", decodes(64, 8192)},
+        {"decode64_ctx32K", "64 decodes at 32K context", decodes(64, 32768)},
+        {"decode256_ctx8K", "256 decodes at 8K context", decodes(256, 8192)},
         {"decode256_ctx32K", "256 decodes at 32K context", decodes(256, 32768)},
         {"prefill1K", "prefill 1K", prefill(1024, 0)},
         {"prefill8K", "prefill 8K", prefill(8192, 0)},

@@ -21,8 +21,8 @@ struct BenchCase {
   harness::StepShape shape;
 };
 
-// The six cases of issue 3: decode-only, prefill-only (with and without long prior
-// context) and a mixed step.
+// The cases of issues 3 and 10: decode-only (64 and 256 decodes at 8K and 32K), prefill-only
+// (with and without long prior context) and a mixed step.
 const std::vector<BenchCase>& bench_cases();
 const BenchCase& bench_case(const std::string& name);  // throws std::invalid_argument
 

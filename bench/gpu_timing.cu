@@ -113,6 +113,19 @@ __global__ void streaming_wait_kernel(uint4* buffer, size_t count, uint64_t ns) 
 __global__ void empty_kernel() {}
 __global__ void empty_kernel_args(LaunchFloorArgs) {}
 
+// A build's launch-and-order skeleton (LaunchFloorGraph): wait for the grid before, let the
+// next one launch, follow `hops` dependent reads from chain[first], one store per CTA.
+__global__ void graph_floor_kernel(int32_t* sink, const int32_t* chain, int32_t first, int32_t hops) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
+  if (threadIdx.x != 0) return;
+  int32_t i = first;
+  for (int32_t h = 0; h < hops; ++h) i = __ldg(chain + i);
+  sink[blockIdx.x] = i + static_cast<int32_t>(blockIdx.x);
+}
+
 constexpr int32_t kPageInts = 1024;  // 4 KiB
 
 // One thread: i = chain[i], `hops` times, then stores i (the reads must happen).
@@ -426,6 +439,54 @@ int32_t DependentReadChain::last_value() {
   int32_t v = 0;
   BENCH_CUDA_CHECK(cudaMemcpy(&v, out_, sizeof(v), cudaMemcpyDeviceToHost));
   return v;
+}
+
+LaunchFloorGraph::LaunchFloorGraph(void* stream, int nodes, int ctas, int hops, bool programmatic_launch)
+    : stream_(stream) {
+  if (nodes < 1 || ctas < 1 || hops < 0 || hops > 2) {
+    throw std::invalid_argument("LaunchFloorGraph: nodes and ctas must be >= 1, hops in [0, 2]");
+  }
+  BENCH_CUDA_CHECK(cudaMalloc(&sink_, static_cast<size_t>(ctas) * sizeof(int32_t)));
+  // A page per node whose first int leads to the shared page (nodes * kPageInts).
+  const size_t ints = static_cast<size_t>(nodes + 1) * kPageInts;
+  BENCH_CUDA_CHECK(cudaMalloc(&chain_, ints * sizeof(int32_t)));
+  std::vector<int32_t> host(ints, 0);
+  for (int n = 0; n < nodes; ++n) host[static_cast<size_t>(n) * kPageInts] = nodes * kPageInts;
+  BENCH_CUDA_CHECK(cudaMemcpy(chain_, host.data(), ints * sizeof(int32_t), cudaMemcpyHostToDevice));
+  cudaLaunchAttribute programmatic{};
+  programmatic.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  programmatic.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t launch{};
+  launch.gridDim = dim3(static_cast<unsigned>(ctas));
+  launch.blockDim = dim3(128);
+  launch.stream = as_stream(stream);
+  launch.attrs = programmatic_launch ? &programmatic : nullptr;
+  launch.numAttrs = programmatic_launch ? 1 : 0;
+  cudaGraph_t graph = nullptr;
+  BENCH_CUDA_CHECK(cudaStreamBeginCapture(as_stream(stream), cudaStreamCaptureModeThreadLocal));
+  for (int n = 0; n < nodes; ++n) {
+    int32_t first = n * kPageInts;
+    int32_t node_hops = hops;
+    void* params[] = {&sink_, &chain_, &first, &node_hops};  // copied at capture
+    BENCH_CUDA_CHECK(cudaLaunchKernelExC(&launch, reinterpret_cast<const void*>(&graph_floor_kernel), params));
+  }
+  BENCH_CUDA_CHECK(cudaStreamEndCapture(as_stream(stream), &graph));
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t status = cudaGraphInstantiate(&exec, graph, 0);
+  (void)cudaGraphDestroy(graph);
+  BENCH_CUDA_CHECK(status);
+  exec_ = exec;
+}
+
+LaunchFloorGraph::~LaunchFloorGraph() {
+  (void)cudaStreamSynchronize(as_stream(stream_));
+  if (exec_ != nullptr) (void)cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec_));
+  (void)cudaFree(sink_);
+  (void)cudaFree(chain_);
+}
+
+void LaunchFloorGraph::replay() {
+  BENCH_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec_), as_stream(stream_)));
 }
 
 }  // namespace dsv4::bench

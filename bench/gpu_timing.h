@@ -218,4 +218,25 @@ class DependentReadChain {
   int32_t* out_ = nullptr;
 };
 
+// The floor of a replayed step graph: `nodes` launches of a kernel that does what every build
+// does around its work (griddepcontrol wait / launch_dependents, one store per CTA) after
+// `hops` dependent reads (0-2: the first from a page of the node's own, a DRAM round trip
+// after an L2 flush, like a C4A layer's own indexer output; the second from a page all nodes
+// share, like the block table), `ctas` CTAs of 128 threads, captured from `stream` into one
+// graph with or without programmatic dependent launch, as StepGraph records its builds.
+class LaunchFloorGraph {
+ public:
+  LaunchFloorGraph(void* stream, int nodes, int ctas, int hops, bool programmatic_launch);
+  ~LaunchFloorGraph();
+  LaunchFloorGraph(const LaunchFloorGraph&) = delete;
+  LaunchFloorGraph& operator=(const LaunchFloorGraph&) = delete;
+  void replay();  // one cudaGraphLaunch on the stream
+
+ private:
+  void* stream_;
+  void* exec_ = nullptr;  // cudaGraphExec_t
+  int32_t* sink_ = nullptr;
+  int32_t* chain_ = nullptr;
+};
+
 }  // namespace dsv4::bench

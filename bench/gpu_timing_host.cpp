@@ -64,5 +64,8 @@ DependentReadChain::DependentReadChain() { no_cuda("DependentReadChain"); }
 DependentReadChain::~DependentReadChain() = default;
 void DependentReadChain::launch(void*, int) { no_cuda("DependentReadChain::launch"); }
 int32_t DependentReadChain::last_value() { no_cuda("DependentReadChain::last_value"); }
+LaunchFloorGraph::LaunchFloorGraph(void*, int, int, int, bool) : stream_(nullptr) { no_cuda("LaunchFloorGraph"); }
+LaunchFloorGraph::~LaunchFloorGraph() = default;
+void LaunchFloorGraph::replay() { no_cuda("LaunchFloorGraph::replay"); }
 
 }  // namespace dsv4::bench

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -254,21 +255,65 @@ void BM_step(benchmark::State& state, StepConfig cfg) {
   state.SetLabel(label.str());
 }
 
-// <prefix>/step_graph/<model>/decode64_ctx8K: a cached decode step (64 decodes at 8K) recorded
-// once as a StepGraph over persistent buffers (issue 10 item 3), then per iteration one replay.
-// wall_us: host clock from the replay call (stream idle, L2 flushed) until the host has seen an
-// event recorded after the graph complete; host_us: the replay call alone. Targets (H200,
-// Flash): wall <= 50 us, host <= 10 us.
+// Times one replay per iteration: wall_us from the replay call (L2 flushed, stream idle) until
+// the host has seen an event recorded after it complete; host_us the replay call alone.
+struct ReplayTimes {
+  double wall_us = 0, host_us = 0;
+  int64_t replays = 0;
+};
+ReplayTimes time_replays(benchmark::State& state, bool cuda, void* stream, const std::function<void()>& replay) {
+  std::unique_ptr<CompletionEvent> done;
+  if (cuda) done = std::make_unique<CompletionEvent>();
+  ReplayTimes t;
+  for (auto _ : state) {
+    if (cuda) {
+      bench_device().flusher->flush(stream);
+      bench_device().stream->synchronize();
+    }
+    const double t0 = now_us();
+    replay();
+    const double host_us = now_us() - t0;
+    if (cuda) {
+      done->record(stream);
+      done->wait();
+    }
+    const double wall_us = now_us() - t0;
+    state.SetIterationTime(wall_us * 1e-6);
+    t.wall_us += wall_us;
+    t.host_us += host_us;
+    ++t.replays;
+  }
+  if (t.replays > 0) {
+    t.wall_us /= static_cast<double>(t.replays);
+    t.host_us /= static_cast<double>(t.replays);
+  }
+  return t;
+}
+
+// <prefix>/step_graph/<model>/decode<N>_ctx<K>: a cached decode step (N decodes at K context,
+// capacities T_cap = R_cap = N) recorded once as a StepGraph over persistent buffers (issue
+// 10 items 3 and 6), then per iteration one replay. wall_us: host clock from the replay call
+// (stream idle, L2 flushed) until the host has seen an event recorded after the graph
+// complete; host_us: the replay call alone. Targets (H200, Flash, 64 decodes at 8K):
+// wall <= 50 us, host <= 10 us.
+struct GraphCase {
+  int32_t decodes, context;
+  std::string name() const { return "decode" + std::to_string(decodes) + "_ctx" + std::to_string(context / 1024) + "K"; }
+};
+const GraphCase kGraphCases[] = {{64, 8192}, {64, 32768}, {256, 8192}, {256, 32768}};
 constexpr double kGraphWallTargetUs = 50.0, kGraphHostTargetUs = 10.0;
 
-void BM_step_graph(benchmark::State& state, opt::Backend backend, std::string model) {
+void BM_step_graph(benchmark::State& state, opt::Backend backend, std::string model, GraphCase shape) {
   const bool cuda = backend == opt::Backend::kCuda;
   try {
     const ref::ModelSchedule schedule = model_schedule(model);
-    harness::GraphCapacities capacities;  // T_cap = R_cap = 64, contexts up to 8K
+    harness::GraphCapacities capacities;
+    capacities.tokens = capacities.requests = shape.decodes;
+    capacities.table_rows = shape.decodes + 8;
+    capacities.max_context = shape.context;
     harness::GraphStepBuffers buffers(backend, schedule, capacities);
     std::mt19937_64 rng(7);
-    buffers.draw_decode_step(rng, 64, 8192);
+    buffers.draw_decode_step(rng, shape.decodes, shape.context);
     buffers.upload();
     opt::MixedSparseIndicesBuilder& b = builder(backend);
     (void)b.take_content_errors();
@@ -278,42 +323,20 @@ void BM_step_graph(benchmark::State& state, opt::Backend backend, std::string mo
       state.SkipWithError((model + " step graph: content errors on a valid step").c_str());
       return;
     }
-    std::unique_ptr<CompletionEvent> done;
-    if (cuda) done = std::make_unique<CompletionEvent>();
-    void* stream = cuda_stream(backend);
-    double wall_total = 0, host_total = 0;
-    int64_t n = 0;
-    for (auto _ : state) {
-      if (cuda) {
-        bench_device().flusher->flush(stream);
-        bench_device().stream->synchronize();
-      }
-      const double t0 = now_us();
-      graph.replay();
-      const double host_us = now_us() - t0;
-      if (cuda) {
-        done->record(stream);
-        done->wait();
-      }
-      const double wall_us = now_us() - t0;
-      state.SetIterationTime(wall_us * 1e-6);
-      wall_total += wall_us;
-      host_total += host_us;
-      ++n;
-    }
+    const ReplayTimes t = time_replays(state, cuda, cuda_stream(backend), [&graph] { graph.replay(); });
     if (graph.content_errors() != 0) {
       state.SkipWithError((model + " step graph: content errors on a valid step").c_str());
       return;
     }
-    if (n == 0) return;
-    const double wall_us = wall_total / static_cast<double>(n), host_us = host_total / static_cast<double>(n);
+    if (t.replays == 0) return;
+    const double wall_us = t.wall_us, host_us = t.host_us;
     state.counters["wall_us"] = wall_us;
     state.counters["host_us"] = host_us;
     state.counters["builder_calls"] = static_cast<double>(graph.builds());
     state.counters["layers"] = schedule.num_layers();
     std::ostringstream label;
     label << (cuda ? "graph replay, L2 flushed, stream idle" : "host replay (CPU)");
-    if (model == "flash") {
+    if (model == "flash" && shape.decodes == 64 && shape.context == 8192) {
       state.counters["wall_target_us"] = kGraphWallTargetUs;
       state.counters["host_target_us"] = kGraphHostTargetUs;
       label << "; targets (H200) wall<=" << kGraphWallTargetUs << "us "
@@ -326,14 +349,52 @@ void BM_step_graph(benchmark::State& state, opt::Backend backend, std::string mo
   }
 }
 
+// cuda/launch_floor/graph/<nodes>x<ctas>_hops<h>[_pdl]: the replay of a graph of `nodes`
+// launches that only wait for their predecessor, follow h dependent reads and store
+// (LaunchFloorGraph), timed as BM_step_graph: what a step graph of that many builds costs
+// before any build does its work (h = 0), and with a decode build's latency chain (h = 2).
+void BM_graph_floor(benchmark::State& state, int nodes, int ctas, int hops, bool programmatic_launch) {
+  try {
+    void* stream = cuda_stream(opt::Backend::kCuda);
+    LaunchFloorGraph graph(stream, nodes, ctas, hops, programmatic_launch);
+    graph.replay();  // warm-up: the graph uploaded to the device
+    bench_device().stream->synchronize();
+    const ReplayTimes t = time_replays(state, true, stream, [&graph] { graph.replay(); });
+    state.counters["wall_us"] = t.wall_us;
+    state.counters["host_us"] = t.host_us;
+    state.counters["nodes"] = nodes;
+    state.counters["hops"] = hops;
+    state.SetLabel("graph replay, L2 flushed, stream idle");
+  } catch (const std::exception& e) {
+    state.SkipWithError((std::string("graph floor: ") + e.what()).c_str());
+  }
+}
+
 void register_benchmarks(const BackendChoice& backends) {
+  if (backends.cuda) {
+    // 23 / 31: the Flash / Pro step graphs' builds.
+    for (int nodes : {1, 23, 31}) {
+      for (int hops : {0, 2}) {
+        for (bool pdl : {false, true}) {
+          const std::string name = "cuda/launch_floor/graph/" + std::to_string(nodes) + "x64_hops" +
+                                   std::to_string(hops) + (pdl ? "_pdl" : "");
+          benchmark::RegisterBenchmark(name.c_str(), BM_graph_floor, nodes, 64, hops, pdl)
+              ->UseManualTime()
+              ->Iterations(200)
+              ->Unit(benchmark::kMicrosecond);
+        }
+      }
+    }
+  }
   for (opt::Backend backend : backends.list()) {
     for (const std::string& model : model_names()) {
-      const std::string name = std::string(timing_prefix(backend)) + "/step_graph/" + model + "/decode64_ctx8K";
-      benchmark::RegisterBenchmark(name.c_str(), BM_step_graph, backend, model)
-          ->UseManualTime()
-          ->Iterations(backend == opt::Backend::kCuda ? 200 : 5)
-          ->Unit(benchmark::kMicrosecond);
+      for (const GraphCase& shape : kGraphCases) {
+        const std::string name = std::string(timing_prefix(backend)) + "/step_graph/" + model + "/" + shape.name();
+        benchmark::RegisterBenchmark(name.c_str(), BM_step_graph, backend, model, shape)
+            ->UseManualTime()
+            ->Iterations(backend == opt::Backend::kCuda ? 200 : 5)
+            ->Unit(benchmark::kMicrosecond);
+      }
     }
   }
   for (opt::Backend backend : backends.list()) {

@@ -23,11 +23,12 @@ STEP_DEFINITIONS = [("dev_plus_host_us", "device + host (sum, conservative)"),
 FLOOR_CASES = [("SWA-only", "decode64_ctx8K"), ("SWA-only", "prefill8K")]
 
 KIND_ORDER = {"SWA-only": 0, "C4A": 1, "C128A": 2}
-CASE_ORDER = ["decode64_ctx8K", "decode256_ctx32K", "prefill1K", "prefill8K",
+CASE_ORDER = ["decode64_ctx8K", "decode64_ctx32K", "decode256_ctx8K", "decode256_ctx32K", "prefill1K", "prefill8K",
               "prefill8K_ctx120K", "decode32_prefill8K"]
 COUNTERS = ["device_us", "host_us", "bytes", "GBps", "pct_of_copy_bw", "copy_GBps",
             "dev_plus_host_us", "builder_calls", "layers", "gpu_waited_on_host",
-            "startup_median_GBps", "tokens", "width", "wall_us", "arg_bytes", "target_us"]
+            "startup_median_GBps", "tokens", "width", "wall_us", "arg_bytes", "target_us",
+            "wall_target_us", "host_target_us"]
 
 
 def load(path):
@@ -338,40 +339,67 @@ def step_section(doc, lines, targets, floor_notes, peer=None, peer_ctx=None):
                         targets.append((f"{key[1]} prefill 8K step, {path_note[path]}, {definition}", key[0],
                                         r.get(counter), target))
         lines.append("")
-    graph_section(runs, lines, targets)
+    graph_section(runs, lines, targets, steps, peer)
     if peer is not None:
         peer_step_table(steps, peer, peer_ctx, lines)
     return [(n, r["error"]) for n, r in runs.items() if "error" in r]
 
 
-def graph_section(runs, lines, targets):
+def graph_section(runs, lines, targets, steps=None, peer=None):
     """step_bench's <prefix>/step_graph/<model>/<case>: a cached step recorded once as a
-    StepGraph and replayed (issue 10 item 3)."""
+    StepGraph and replayed (issue 10 items 3 and 6), beside our eager cached step of the same
+    case and the peer's eager and graph-replayed step when the run has them."""
     graphs = {}
+    floors = {}
     for name, r in runs.items():
         parts = name.split("/")
         if len(parts) == 4 and parts[1] == "step_graph":
             graphs[(parts[0], parts[2], parts[3])] = r
+        if len(parts) == 4 and parts[1:3] == ["launch_floor", "graph"] and "error" not in r:
+            floors[parts[3]] = r
     if not graphs:
         return
+    steps = steps or {}
+    peer = peer or {}
     lines.append("## Step graph: a cached decode step replayed as one CUDA graph\n")
     lines.append("- wall us: host clock from the replay call (stream idle, L2 flushed) until the host has "
                  "seen the graph complete; host us: the replay call alone (CPU timings: the host backend "
-                 "re-running the recorded builds)\n")
-    lines.append("| timing | model | case | builds | wall us | host us |")
-    lines.append("|---|---|---|---:|---:|---:|")
-    for key in sorted(graphs):
+                 "re-running the recorded builds); ours eager: step_bench's cached step of the same case "
+                 "(wall, host); peer: the Triton peer's cached step of the same case, eager (Python layer "
+                 "loop) and replayed as a CUDA graph (wall)\n")
+    lines.append("| timing | model | case | builds | graph wall us | graph host us | ours eager wall us | "
+                 "ours eager host us | peer eager wall us | peer graph wall us |")
+    lines.append("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    keys = sorted(graphs, key=lambda k: (k[0], k[1], CASE_ORDER.index(k[2]) if k[2] in CASE_ORDER else 99))
+    for key in keys:
         r = graphs[key]
         if "error" in r:
-            lines.append(f"| {key[0]} | {key[1]} | {key[2]} | ERROR: {r['error']} | | |")
+            lines.append(f"| {key[0]} | {key[1]} | {key[2]} | ERROR: {r['error']} | | | | | | |")
             continue
+        eager = steps.get(key, {}).get("cached", {})
+        p = peer.get(f"step/{key[1]}/{key[2]}", {}) if key[0] == "cuda" else {}
+        ok = p.get("matches_reference", False)
         lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {fmt(r.get('builder_calls'), 0)} | "
-                     f"{fmt(r.get('wall_us'), 1)} | {fmt(r.get('host_us'), 1)} |")
+                     f"{fmt(r.get('wall_us'), 1)} | {fmt(r.get('host_us'), 1)} | "
+                     f"{fmt(eager.get('wall_us'), 1)} | {fmt(eager.get('host_us'), 1)} | "
+                     f"{fmt(p.get('eager_wall_us') if ok else None, 1)} | "
+                     f"{fmt(p.get('graph_wall_us') if ok else None, 1)} |")
         for counter, target_counter in (("wall_us", "wall_target_us"), ("host_us", "host_target_us")):
             if r.get(target_counter):
                 targets.append((f"{key[1]} {key[2]} graph replay, {counter}", key[0], r.get(counter),
                                 r.get(target_counter)))
     lines.append("")
+    if floors:
+        lines.append("### Graph launch floor\n")
+        lines.append("- a graph of N launches of a kernel of 64 CTAs that only waits for its predecessor "
+                     "(griddepcontrol), follows h dependent reads (h = 2: one from a page of its own, a DRAM "
+                     "round trip after the flush, then one from a page all share) and stores; timed like the "
+                     "step graph. _pdl: captured with programmatic dependent launch, as the builds are\n")
+        lines.append("| graph | wall us | host us |")
+        lines.append("|---|---:|---:|")
+        for name in sorted(floors, key=lambda n: (int(n.split("x")[0]), n)):
+            lines.append(f"| {name} | {fmt(floors[name].get('wall_us'), 1)} | {fmt(floors[name].get('host_us'), 1)} |")
+        lines.append("")
 
 
 def launch_overlap_section(on_doc, off_doc, lines):

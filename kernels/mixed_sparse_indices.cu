@@ -106,13 +106,11 @@ __global__ void __launch_bounds__(kCta, Policy::min_ctas_per_sm(kChunks)) mixed_
   }
 }
 
-// SPEC §7 status of a step's metadata: one CTA checks every request and token (grid-stride),
-// merges the threads' first failures (smallest (check, row)) and counts, and overwrites
-// *status. The builds skip the rows these checks break on their own (row_metadata_valid).
-constexpr int kCheckThreads = 1024;
-__global__ void __launch_bounds__(kCheckThreads) metadata_check_kernel(const MixedSparseIndicesArgs args,
-                                                                       MetadataStatus* status) {
-  begin_after_prior_grid();
+// SPEC §7 status of a step's metadata: the threads of one CTA (any size) check every request
+// and token (CTA-stride), merge the threads' first failures (smallest (check, row)) and
+// counts, and overwrite *status. The builds skip the rows these checks break on their own
+// (row_metadata_valid).
+__device__ __forceinline__ void check_step_metadata(const MixedSparseIndicesArgs& args, MetadataStatus* status) {
   __shared__ unsigned long long first_key;
   __shared__ unsigned int failures;
   __shared__ int32_t first_value;
@@ -132,10 +130,11 @@ __global__ void __launch_bounds__(kCheckThreads) metadata_check_kernel(const Mix
     step.num_tokens = sizes.num_tokens;
     step.num_decode_tokens = sizes.num_decode_tokens;
     step.num_requests = sizes.num_requests;
-    for (int32_t r = static_cast<int32_t>(threadIdx.x); r <= step.num_requests; r += kCheckThreads) {
+    const int32_t threads = static_cast<int32_t>(blockDim.x);
+    for (int32_t r = static_cast<int32_t>(threadIdx.x); r <= step.num_requests; r += threads) {
       check_request(step, r, &tally);
     }
-    for (int32_t t = static_cast<int32_t>(threadIdx.x); t < step.num_tokens; t += kCheckThreads) {
+    for (int32_t t = static_cast<int32_t>(threadIdx.x); t < step.num_tokens; t += threads) {
       check_token(step, t, &tally);
     }
   }
@@ -150,6 +149,13 @@ __global__ void __launch_bounds__(kCheckThreads) metadata_check_kernel(const Mix
   if (threadIdx.x == 0) *status = status_of(first_key, first_value, failures);
 }
 
+constexpr int kCheckThreads = 1024;
+__global__ void __launch_bounds__(kCheckThreads) metadata_check_kernel(const MixedSparseIndicesArgs args,
+                                                                       MetadataStatus* status) {
+  begin_after_prior_grid();
+  check_step_metadata(args, status);
+}
+
 // What a decode row's compressed columns hold: nothing (Kd = 0), global slots (copied) or
 // local indices (translated). A decode-only step's kernel compiles only its form's code.
 enum class DecodeForm : uint8_t { kWindowOnly, kGlobal, kLocal };
@@ -160,35 +166,77 @@ enum class DecodeForm : uint8_t { kWindowOnly, kGlobal, kLocal };
 // fetch dominated it in the group kernel (bench/results/), so this kernel is kept short; its
 // loads (token_to_req, the chunk's input) are in flight together, then the table. The same
 // values as the row logic (finish_chunk, row_length), written out for the three forms.
-template <DecodeForm kForm>
-__global__ void __launch_bounds__(Policy::kDecodeRowMaxChunks) decode_chunk_kernel(const MixedSparseIndicesArgs a) {
+// kChecked (SPEC §7, a decode graph: no prefill capacity): the grid covers T_cap rows; the
+// step's sizes are loaded with the row's first loads (reads stay inside the capacities), rows
+// [T, T_cap) are padding, a row whose metadata breaks the checks (row_metadata_valid, its
+// request's entries read only once the request is known to be < R) is -1 with length 0 and no
+// content error. With `status`, one more CTA checks the step's metadata and writes it, so a
+// step graph needs no separate check launch.
+template <DecodeForm kForm, bool kChecked>
+__global__ void __launch_bounds__(Policy::kDecodeRowMaxChunks)
+    decode_chunk_kernel(const MixedSparseIndicesArgs args, MetadataStatus* status) {
   begin_after_prior_grid();
+  if constexpr (kChecked) {
+    if (status != nullptr && blockIdx.x == gridDim.x - 1) {
+      check_step_metadata(args, status);
+      return;
+    }
+  }
   const int32_t t = static_cast<int32_t>(blockIdx.x);
   const int32_t k = static_cast<int32_t>(threadIdx.x);
   const int32_t c0 = 4 * k;
-  const int32_t j0 = c0 - a.window;  // the chunk's first compressed column (< 0: window)
-  const int32_t request = load_input(a.token_to_req + t);
+  const int32_t j0 = c0 - args.window;  // the chunk's first compressed column (< 0: window)
+  // Unchecked, row t is a decode row; checked, t < T_cap and the inputs hold D_cap rows.
+  const bool has_input_row = !kChecked || t < args.num_decode_tokens;
+  StepSizes sizes{};
+  if constexpr (kChecked) {
+    sizes = StepSizes{load_input(&args.run_time_sizes->num_tokens),
+                      load_input(&args.run_time_sizes->num_decode_tokens),
+                      load_input(&args.run_time_sizes->num_requests)};
+  }
+  const int32_t request = load_input(args.token_to_req + t);
   int32_t v[4] = {-1, -1, -1, -1};
-  if (j0 < 0) {
-    load_stream4(a.decode_swa_indices + static_cast<int64_t>(t) * a.decode_swa_stride + c0, v);
-  } else if constexpr (kForm != DecodeForm::kWindowOnly) {
-    // Columns j < Kd hold values (threads past the row have j0 >= P >= Kd: nothing read).
-    const int32_t* in = a.decode_compressed + static_cast<int64_t>(t) * a.decode_compressed_stride + j0;
-    if (j0 + 4 <= a.decode_width) {
-      load_stream4(in, v);
-    } else {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) v[e] = j0 + e < a.decode_width ? load_input(in + e) : -1;
-    }
-  }
   int32_t length_input = 1;  // decode_compressed_lens[t] (global) or decode_valid[t] (local)
-  if (k == 0) {
-    if (kForm == DecodeForm::kGlobal && a.decode_compressed_lens != nullptr) {
-      length_input = load_input(a.decode_compressed_lens + t);
+  if (has_input_row) {
+    if (j0 < 0) {
+      load_stream4(args.decode_swa_indices + static_cast<int64_t>(t) * args.decode_swa_stride + c0, v);
+    } else if constexpr (kForm != DecodeForm::kWindowOnly) {
+      // Columns j < Kd hold values (threads past the row have j0 >= P >= Kd: nothing read).
+      const int32_t* in = args.decode_compressed + static_cast<int64_t>(t) * args.decode_compressed_stride + j0;
+      if (j0 + 4 <= args.decode_width) {
+        load_stream4(in, v);
+      } else {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) v[e] = j0 + e < args.decode_width ? load_input(in + e) : -1;
+      }
     }
-    if (kForm == DecodeForm::kLocal && a.decode_valid != nullptr) length_input = a.decode_valid[t];
+    // Thread 0 writes the length; checked, every thread needs it for the row's checks, which
+    // also hold a window-only row's global lens to [0, Kd = 0].
+    if (kChecked || k == 0) {
+      if (kForm != DecodeForm::kLocal && !args.decode_local && args.decode_compressed_lens != nullptr &&
+          (kChecked || kForm == DecodeForm::kGlobal)) {
+        length_input = load_input(args.decode_compressed_lens + t);
+      }
+      if (kForm == DecodeForm::kLocal && args.decode_valid != nullptr) length_input = args.decode_valid[t];
+    }
   }
-  const bool in_range = static_cast<uint32_t>(request) < static_cast<uint32_t>(a.num_requests);
+  MixedSparseIndicesArgs a = args;
+  bool padding = false;
+  if constexpr (kChecked) {
+    FailureTally ignored;
+    const bool fit = sizes_fit(args, sizes, &ignored);
+    a.num_tokens = fit ? sizes.num_tokens : 0;
+    a.num_decode_tokens = fit ? sizes.num_decode_tokens : 0;
+    a.num_requests = fit ? sizes.num_requests : 0;
+    padding = t >= a.num_tokens;  // a fitting decode graph has D == T: every row < T decodes
+  }
+  bool in_range = !padding && static_cast<uint32_t>(request) < static_cast<uint32_t>(a.num_requests);
+  int32_t begin = 0, end = 0, seq_len = 0;
+  if (kChecked && in_range) {  // the request's entries, in flight with the table reads below
+    begin = load_input(a.query_start_loc + request);
+    end = load_input(a.query_start_loc + request + 1);
+    seq_len = load_input(a.seq_lens + request);
+  }
   int32_t errors = 0;
   int32_t picks = 0;
   if constexpr (kForm == DecodeForm::kLocal) {
@@ -199,6 +247,15 @@ __global__ void __launch_bounds__(Policy::kDecodeRowMaxChunks) decode_chunk_kern
         picks += v[e] >= 0 ? 1 : 0;
         v[e] = a.compressed.lookup<true>(table, v[e], v[e] >= 0, &errors);
       }
+    }
+  }
+  bool metadata_broken = false;  // checked: the row is -1, length 0, and counts no error
+  if constexpr (kChecked) {
+    if (in_range) metadata_broken = !row_metadata_valid(a, t, true, begin, end, seq_len, length_input);
+    if (metadata_broken || padding || !in_range) {
+      in_range = false;
+      errors = 0;
+      picks = 0;
     }
   }
   if (c0 < a.row_width) {
@@ -223,7 +280,8 @@ __global__ void __launch_bounds__(Policy::kDecodeRowMaxChunks) decode_chunk_kern
     if (kForm == DecodeForm::kGlobal) compressed_length = a.decode_compressed_lens != nullptr ? length_input : a.decode_width;
     if (kForm == DecodeForm::kLocal) compressed_length = length_input != 0 ? picks : 0;
     a.sparse_lens[t] = in_range ? a.window + compressed_length : 0;
-    if (!in_range) ++errors;
+    // Unchecked, a request out of range is a content error; checked, the status reports it.
+    if (!kChecked && !in_range) ++errors;
   }
   if (k % kWarp == 0 && errors != 0) atomicAdd(a.content_errors, static_cast<unsigned long long>(errors));
 }
@@ -309,11 +367,12 @@ LaunchShape mixed_sparse_indices_launch_shape(const MixedSparseIndicesArgs& args
     return LaunchShape{args.row_width <= kScalarNarrowColumns ? kWarp : kCta, Policy::kDefaultChunks};
   }
   const int32_t row_chunks = args.row_width / 4;
-  const bool checked = args.run_time_sizes != nullptr;  // the group kernels only
-  if (!checked && (config.forced.decode_chunks || (!valid_group_threads(config.forced.group_threads) &&
-                                                   args.num_decode_tokens == args.num_tokens))) {
+  const bool checked = args.run_time_sizes != nullptr;
+  // Decode-only rows: the step's (unchecked), or the capacities' (checked: no prefill row fits).
+  const bool decode_only = checked ? args.prefill_rows == 0 : args.num_decode_tokens == args.num_tokens;
+  if (config.forced.decode_chunks || (!valid_group_threads(config.forced.group_threads) && decode_only)) {
     // Decode-chunk kernel where it applies (forced or decode-only), else the policy's groups.
-    if (args.num_decode_tokens == args.num_tokens && args.power_of_two_blocks && fits_decode_chunks(row_chunks)) {
+    if (decode_only && args.power_of_two_blocks && fits_decode_chunks(row_chunks)) {
       return decode_chunk_shape(row_chunks);
     }
   }
@@ -367,31 +426,51 @@ KernelStatus launch_metadata_check(const MixedSparseIndicesArgs& args, MetadataS
                 config.programmatic_launch, stream, "cudaLaunchKernelExC(metadata_check_kernel)", __LINE__);
 }
 
+template <bool kChecked>
+const void* decode_chunk_kernel_for(const MixedSparseIndicesArgs& args) {
+  if (args.decode_width == 0) return reinterpret_cast<const void*>(&decode_chunk_kernel<DecodeForm::kWindowOnly, kChecked>);
+  if (args.decode_local) return reinterpret_cast<const void*>(&decode_chunk_kernel<DecodeForm::kLocal, kChecked>);
+  return reinterpret_cast<const void*>(&decode_chunk_kernel<DecodeForm::kGlobal, kChecked>);
+}
+
 KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
-                                         const MixedSparseIndicesLaunchConfig& config,
-                                         cudaStream_t stream) {
+                                         const MixedSparseIndicesLaunchConfig& config, cudaStream_t stream,
+                                         MetadataStatus* status) {
   const bool checked = args.run_time_sizes != nullptr;
+  if (status != nullptr && !checked) {
+    return KernelStatus{static_cast<int>(cudaErrorInvalidValue), "launch_mixed_sparse_indices: a status needs run_time_sizes",
+                        __FILE__, __LINE__};
+  }
   if (!checked && args.num_rows > args.num_tokens) {
     const KernelStatus padded = fill_padding_rows(args, stream);
     if (!padded.ok()) return padded;
   }
   const int32_t rows_launched = checked ? args.num_rows : args.num_tokens;
+  const LaunchShape shape = rows_launched > 0 ? mixed_sparse_indices_launch_shape(args, config) : LaunchShape{};
+  // The decode-chunk kernel checks the step's metadata in one extra CTA; the group kernels
+  // leave it to a CTA of its own, launched first.
+  const bool status_in_build = status != nullptr && shape.decode_chunks;
+  if (status != nullptr && !status_in_build) {
+    const KernelStatus checked_status = launch_metadata_check(args, status, config, stream);
+    if (!checked_status.ok()) return checked_status;
+  }
   if (rows_launched <= 0) return KernelStatus{};
-  const LaunchShape shape = mixed_sparse_indices_launch_shape(args, config);
+  MetadataStatus* build_status = status_in_build ? status : nullptr;
+  void* params[] = {const_cast<MixedSparseIndicesArgs*>(&args), &build_status};  // copied at launch
+  if (shape.decode_chunks) {
+    const void* kernel = checked ? decode_chunk_kernel_for<true>(args) : decode_chunk_kernel_for<false>(args);
+    return launch(kernel, grid_ctas(shape, rows_launched) + (status_in_build ? 1 : 0), shape.group_threads, params,
+                  config.programmatic_launch, stream,
+                  "cudaLaunchKernelExC(decode_chunk_kernel) / cudaGetLastError", __LINE__);
+  }
   RowKinds rows = args.num_decode_tokens == args.num_tokens ? RowKinds::kDecode
                   : args.num_decode_tokens == 0           ? RowKinds::kPrefill
                                                           : RowKinds::kBoth;
   if (checked) rows = args.prefill_rows == 0 ? RowKinds::kDecode : RowKinds::kBoth;
-  const KernelFunction kernel =
-      checked              ? select_checked_kernel(shape, args.power_of_two_blocks, args.vector_path, rows)
-      : shape.decode_chunks ? (args.decode_width == 0 ? &decode_chunk_kernel<DecodeForm::kWindowOnly>
-                               : args.decode_local    ? &decode_chunk_kernel<DecodeForm::kLocal>
-                                                      : &decode_chunk_kernel<DecodeForm::kGlobal>)
-                            : select_kernel(shape, args.power_of_two_blocks, args.vector_path, rows);
-  const int64_t grid = grid_ctas(shape, rows_launched);
-  const int32_t cta_threads = shape.decode_chunks ? shape.group_threads : kCta;
-  void* params[] = {const_cast<MixedSparseIndicesArgs*>(&args)};  // copied at launch
-  return launch(reinterpret_cast<const void*>(kernel), grid, cta_threads, params, config.programmatic_launch, stream,
+  const KernelFunction kernel = checked ? select_checked_kernel(shape, args.power_of_two_blocks, args.vector_path, rows)
+                                        : select_kernel(shape, args.power_of_two_blocks, args.vector_path, rows);
+  return launch(reinterpret_cast<const void*>(kernel), grid_ctas(shape, rows_launched), kCta, params,
+                config.programmatic_launch, stream,
                 "cudaLaunchKernelExC(mixed_sparse_indices kernel) / cudaGetLastError", __LINE__);
 }
 

@@ -33,10 +33,13 @@ LaunchShape mixed_sparse_indices_launch_shape(const MixedSparseIndicesArgs& args
 // Builds every row of args (T may be 0: nothing is launched). Content errors are added to
 // *args.content_errors (device memory). Checks the launch (cudaGetLastError) and returns its
 // status. Rows [T, T_cap) are padding: with args.run_time_sizes the kernel writes them (T is
-// known there only), else two memsets before the kernel do.
+// known there only), else two memsets before the kernel do. `status` (only with
+// run_time_sizes; device memory): SPEC §7's status word of the step's metadata is overwritten
+// as launch_metadata_check does, by the build's own launch where its kernel can (decode-chunk
+// rows: one more CTA), else by a check launched before it.
 KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
                                          const MixedSparseIndicesLaunchConfig& config,
-                                         cudaStream_t stream);
+                                         cudaStream_t stream, MetadataStatus* status = nullptr);
 
 // SPEC §7: checks the step's metadata under args.run_time_sizes (non-null) in one CTA and
 // overwrites *status (device memory) with the first failure and the count. No host sync.

@@ -63,11 +63,7 @@ class CudaBuilder final : public MixedSparseIndicesBuilder {
       out = place_outputs(layout, arena_.take(layout.total_bytes));
     }
     const kernels::MixedSparseIndicesArgs args = make_mixed_sparse_indices_args(request, out, device_errors_.get());
-    if (request.status != nullptr) {
-      check_kernel_status(kernels::launch_metadata_check(args, request.status, launch_config_, stream_));
-    }
-    if (out.num_tokens == 0) return out;
-    check_kernel_status(kernels::launch_mixed_sparse_indices(args, launch_config_, stream_));
+    check_kernel_status(kernels::launch_mixed_sparse_indices(args, launch_config_, stream_, request.status));
     return out;
   }
 

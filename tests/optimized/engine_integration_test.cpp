@@ -101,5 +101,27 @@ TEST_P(EngineIntegrationTest, RunTimeSizesWithBrokenMetadataMatchTheReference) {
   EXPECT_GT(reported, 150);  // most corruptions are structural errors
 }
 
+// Decode steps over decode-only capacities (a decode graph: no prefill row fits), valid and
+// broken: on CUDA the decode-chunk kernel builds them and checks the metadata in one launch.
+TEST_P(EngineIntegrationTest, DecodeOnlyCapacitiesMatchTheReference) {
+  std::mt19937_64 rng(13);
+  harness::BuildLimits valid;
+  valid.corrupt = false;
+  int decode_steps = 0, reported = 0;
+  for (uint64_t seed = 1200; seed < 4200 && decode_steps < 150; ++seed) {
+    const ref::BuilderInputs step = harness::draw(harness::gen_builder_inputs(valid), seed);
+    if (step.token_to_req.size() != step.decode_swa_indices.rows() || step.token_to_req.size() == 0) continue;
+    ++decode_steps;
+    harness::PersistentBuild b = harness::with_capacity(step, harness::ExtraCapacity{2, 2, 0, 1}, rng);
+    std::string what = "valid";
+    if (decode_steps % 2 == 0) what = harness::corrupt_metadata(b, rng);
+    reported += ref::check_metadata(b.inputs, b.sizes).check != ref::MetadataCheck::kNone;
+    ASSERT_TRUE(checked_build_like_reference(builder(), b.inputs, b.sizes, persistent_layout(0, rng() % 2 == 0, 0)))
+        << "seed " << seed << ": " << what << "; " << harness::describe(step);
+  }
+  EXPECT_GE(decode_steps, 150);
+  EXPECT_GT(reported, 40);
+}
+
 }  // namespace
 }  // namespace dsv4::testing
