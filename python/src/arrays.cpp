@@ -271,7 +271,8 @@ CallerOutputs caller_outputs(ArrayReader& reader, nb::handle out, const Placemen
   const ArrayView indices = writable_int32(reader, c.sparse_indices, indices_name, place, 2);
   const int64_t rows = indices.shape[0], cols = indices.shape[1];
   if (rows < num_tokens) {
-    fail_value(indices_name, " has ", std::to_string(rows), " rows, expected at least T = ", std::to_string(num_tokens));
+    fail_value(indices_name, " has ", std::to_string(rows), " rows, expected at least T = ",
+               std::to_string(num_tokens));
   }
   if (cols < width) {
     fail_value(indices_name, " has ", std::to_string(cols), " columns, expected at least W + P = ",
@@ -335,7 +336,8 @@ nb::object export_int32(const Placement& place, int32_t* data, int32_t ndim, con
     dlpack::ManagedTensorVersioned& m = e->managed;
     m.version = dlpack::Version{1, 0};
     m.manager_ctx = e;
-    m.deleter = [](dlpack::ManagedTensorVersioned* self) { delete static_cast<Exported*>(self->manager_ctx); };
+    // Called by the framework, from C: noexcept (the lease's end throws nothing, builder_pool.cpp).
+    m.deleter = [](dlpack::ManagedTensorVersioned* self) noexcept { delete static_cast<Exported*>(self->manager_ctx); };
     m.flags = 0;
     m.dl_tensor =
         dlpack::Tensor{data, place.device, ndim, dlpack::DataType{dlpack::kInt, 32, 1}, e->shape, e->strides, 0};

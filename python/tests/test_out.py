@@ -244,3 +244,19 @@ def test_capacity_columns_not_a_multiple_of_4(backend, extra):
     got = dsv4_indices.build(**kwargs, out=(buffer[:4, :cols], arrays.aligned((4,))))
     check_written(got, (indices, lens), 4, cols)
     assert (to_numpy(buffer)[:, cols:] == 99).all() and (to_numpy(buffer)[4:] == 99).all()
+
+
+def test_out_refcounts_are_restored():
+    """The returned pair holds the caller's arrays once each; nothing else keeps them."""
+    import gc
+    import sys
+    kwargs = hand_case()[0]
+    arrays = Arrays("numpy")
+    out = (arrays.aligned((3, 8)), arrays.aligned((3,)))
+    before = [sys.getrefcount(a) for a in out]
+    for _ in range(200):
+        got = dsv4_indices.build(**kwargs, out=out)
+    assert [sys.getrefcount(a) for a in out] == [n + 1 for n in before]  # `got` holds each once
+    del got
+    gc.collect()
+    assert [sys.getrefcount(a) for a in out] == before
