@@ -253,6 +253,18 @@ ArrayView writable_int32(ArrayReader& reader, nb::handle obj, const char* name, 
 
 bool aligned_to(const void* p, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
+// Whether `count` int32 from `lens` share an element with the `rows` x `cols` rows, `stride`
+// apart, from `base` (rows >= 1, stride >= cols): the interval meets the row it starts in, or
+// reaches the next row's start.
+bool overlaps(const int32_t* base, int64_t rows, int64_t cols, int64_t stride, const int32_t* lens, int64_t count) {
+  const int64_t begin = (reinterpret_cast<intptr_t>(lens) - reinterpret_cast<intptr_t>(base)) / 4;
+  const int64_t end = begin + count;  // elements, relative to base
+  if (count == 0 || end <= 0 || begin >= (rows - 1) * stride + cols) return false;
+  const int64_t row = begin < 0 ? -1 : begin / stride;
+  if (row >= 0 && begin < row * stride + cols) return true;
+  return row + 1 < rows && end > (row + 1) * stride;
+}
+
 }  // namespace
 
 CallerOutputs caller_outputs(ArrayReader& reader, nb::handle out, const Placement& place, int32_t num_tokens,
@@ -307,6 +319,11 @@ CallerOutputs caller_outputs(ArrayReader& reader, nb::handle out, const Placemen
   check_vector(lens, rows, "T_cap");
   if (rows > 0 && !aligned_to(lens.data, alignof(int32_t))) fail_value(lens_name, ": data is not 4-byte aligned");
 
+  if (rows > 0 && lens.device.device_type == indices.device.device_type &&
+      overlaps(static_cast<const int32_t*>(indices.data), rows, cols, row_stride,
+               static_cast<const int32_t*>(lens.data), rows)) {
+    fail_value(lens_name, " overlaps out[0] (sparse_indices)");
+  }
   if (rows > 0) {  // nothing to write otherwise: T = 0, and an empty array may have no address
     c.view.sparse_indices = static_cast<int32_t*>(indices.data);
     c.view.row_stride = row_stride;

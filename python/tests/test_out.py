@@ -182,6 +182,12 @@ BAD_OUT = [
                  "out[0] (sparse_indices): data is not 16-byte aligned (SPEC §7)", id="misaligned"),
     pytest.param(lambda a: (a.aligned((3, 8)), a.aligned((6,))[::2]), ValueError,
                  "out[1] (sparse_lens): elements must be adjacent (stride 1), got stride 2", id="lens-stride"),
+    pytest.param(lambda a: (lambda buffer: (buffer[:3, :8], buffer[1, 6:9]))(a.aligned((4, 12))), ValueError,
+                 "out[1] (sparse_lens) overlaps out[0] (sparse_indices)", id="lens-overlaps-a-row"),
+    pytest.param(lambda a: (lambda buffer: (buffer[:3, :8], buffer.reshape(-1)[22:25]))(a.aligned((4, 12))),
+                 ValueError, "out[1] (sparse_lens) overlaps out[0] (sparse_indices)", id="lens-reaches-the-next-row"),
+    pytest.param(lambda a: (lambda buffer: (buffer[1:4, :8], buffer.reshape(-1)[10:13]))(a.aligned((4, 12))),
+                 ValueError, "out[1] (sparse_lens) overlaps out[0] (sparse_indices)", id="lens-ends-in-the-first-row"),
 ]
 
 
@@ -244,6 +250,16 @@ def test_capacity_columns_not_a_multiple_of_4(backend, extra):
     got = dsv4_indices.build(**kwargs, out=(buffer[:4, :cols], arrays.aligned((4,))))
     check_written(got, (indices, lens), 4, cols)
     assert (to_numpy(buffer)[:, cols:] == 99).all() and (to_numpy(buffer)[4:] == 99).all()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_lens_between_the_rows_of_indices(backend):
+    """lens in the columns a view of a wider buffer leaves alone share nothing with it: valid."""
+    kwargs, indices, lens = hand_case()
+    buffer = Arrays(backend).aligned((4, 12))
+    got = dsv4_indices.build(**convert(kwargs, backend), out=(buffer[:3, :8], buffer[1, 8:11]))
+    check_written(got, (indices, lens), 3, 8)
+    assert (to_numpy(buffer)[[0, 2], 8:] == 99).all() and (to_numpy(buffer)[1, 11:] == 99).all()
 
 
 def test_out_refcounts_are_restored():
