@@ -295,7 +295,7 @@ class PyStepIndexer {
 
     // SPEC §4 before anything is leased, raised from here (validation.h): the step, and the
     // shapes of the C128A layers' metadata when the schedule has such layers.
-    raise_if_invalid(opt::step_structure_error(opt::layer_build_request(in, 1, nullptr), in.host));
+    raise_if_invalid(opt::step_inputs_error(in));
     if (step->has_c128a && has_c128a_layers_) {
       raise_if_invalid(opt::request_shape_error(opt::layer_build_request(in, 128, nullptr)),
                        "C128A layers (c128a_* arguments): ");
@@ -311,7 +311,7 @@ class PyStepIndexer {
     // Host counts are free to take: start the step's count clean. CUDA would synchronize.
     if (!l.place.cuda() && step->lease->dirty) (void)step->lease->builder->take_content_errors();
     step->builder.emplace(*step->lease);
-    step->indexer.emplace(*step->builder, in, options_);  // validates the step again: passes
+    step->indexer.emplace(*step->builder, in, options_, opt::StepIndexer::Validated{});
     step_ = std::move(step);
   }
 

@@ -275,13 +275,23 @@ TEST(Validation, StepIndexerRejectsABrokenStepUpFront) {
   const std::vector<int32_t> qsl{0, 1, 3}, bad_seq_lens{2, 1}, t2r{0, 1, 1};
   step.host = StepStructureHost{qsl.data(), bad_seq_lens.data(), t2r.data()};
   auto builder = make_host_builder();
-  EXPECT_TRUE(throws_naming([&] { StepIndexer indexer(*builder, step); }, {"seq_lens[1] = 1"}));
+  const auto thrown = throws_naming([&] { StepIndexer indexer(*builder, step); }, {"seq_lens[1] = 1"});
+  EXPECT_TRUE(thrown);
+  EXPECT_EQ(step_inputs_error(step), thrown.message());  // the non-throwing check says the same
   // A C4A layer without indexer output, and an unknown ratio, are rejected per layer.
   const std::vector<int32_t> seq_lens{2, 10};
   step.host.seq_lens = seq_lens.data();
+  EXPECT_EQ(step_inputs_error(step), "");
   StepIndexer indexer(*builder, step);
   EXPECT_TRUE(throws_naming([&] { indexer.layer_indices(4, nullptr); }, {"compress_ratio = 4", "c4a"}));
   EXPECT_TRUE(throws_naming([&] { indexer.layer_indices(16, nullptr); }, {"compress_ratio = 16"}));
+  // A step its caller validated with step_inputs_error() is not checked again, and builds alike.
+  auto other = make_host_builder();
+  StepIndexer prevalidated(*other, step, CacheOptions{}, StepIndexer::Validated{});
+  const BuiltIndices a = indexer.layer_indices(1), b = prevalidated.layer_indices(1);
+  ASSERT_EQ(a.num_tokens, b.num_tokens);
+  ASSERT_EQ(a.width, b.width);
+  for (int64_t i = 0; i < int64_t{a.num_tokens} * a.width; ++i) ASSERT_EQ(a.sparse_indices[i], b.sparse_indices[i]);
 }
 
 }  // namespace
