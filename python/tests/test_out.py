@@ -130,6 +130,20 @@ def test_empty_step_into_empty_arrays():
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_empty_step_into_padding_rows(backend):
+    """T = 0 with T_cap = 2 rows: both are padding (-1, length 0), as a padded graph step's."""
+    kwargs, _, _ = hand_case()
+    kwargs.update(decode_swa_indices=None, decode_compressed=None, prefill_topk=None,
+                  query_start_loc=np.array([0], I32), seq_lens=np.zeros(0, I32),
+                  token_to_req=np.zeros(0, I32), swa_block_table=np.zeros((0, 3), I32))
+    arrays = Arrays(backend)
+    out = (arrays.aligned((2, 8)), arrays.aligned((2,)))
+    got = dsv4_indices.build(**convert(kwargs, backend), out=out)
+    assert got[0] is out[0]
+    assert (to_numpy(out[0]) == -1).all() and (to_numpy(out[1]) == 0).all()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_nothing_is_written_on_an_error(backend):
     kwargs, _, _ = hand_case()
     arrays = Arrays(backend)
