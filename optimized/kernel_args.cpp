@@ -62,12 +62,13 @@ kernels::MixedSparseIndicesArgs make_mixed_sparse_indices_args(const BuildReques
   a.content_errors = content_errors;
 
   // Rows start 16-byte aligned when the base is and the row stride is a multiple of 4
-  // elements; the vector path needs W % 4 == 0 so that no chunk straddles the two parts.
-  // Anything else (odd widths, offset views) takes the scalar path.
+  // elements; the vector path needs W % 4 == 0 so that no chunk straddles the two parts, and
+  // a row width W + P_cap that is a multiple of 4 (P is, P_cap need not be) so that its chunks
+  // cover the row and end with it. Anything else (odd widths, offset views) takes the scalar path.
   const auto rows_aligned = [](const Int32Matrix& m) {  // an empty matrix is never read
     return m.rows == 0 || m.cols == 0 || (aligned16(m.data) && m.row_stride % 4 == 0);
   };
-  a.vector_path = r.window % 4 == 0 && aligned16(sparse_indices) && out.row_stride % 4 == 0 &&
+  a.vector_path = r.window % 4 == 0 && a.row_width % 4 == 0 && aligned16(sparse_indices) && out.row_stride % 4 == 0 &&
                   rows_aligned(r.decode_swa_indices) &&
                   rows_aligned(r.decode_compressed) && rows_aligned(r.prefill_topk);
   return a;

@@ -63,9 +63,17 @@ const StepInputs& validated(const StepInputs& step) {
 
 }  // namespace
 
+std::string step_inputs_error(const StepInputs& step) {
+  return step_structure_error(layer_build_request(step, 1, nullptr), step.host);
+}
+
 StepIndexer::StepIndexer(MixedSparseIndicesBuilder& builder, const StepInputs& step,
                          CacheOptions options)
     : builder_(builder), step_(validated(step)), cache_(builder, options) {}
+
+StepIndexer::StepIndexer(MixedSparseIndicesBuilder& builder, const StepInputs& step, CacheOptions options,
+                         Validated)
+    : builder_(builder), step_(step), cache_(builder, options) {}
 
 BuiltIndices StepIndexer::layer_indices(int32_t compress_ratio, const C4aLayerInputs* c4a) {
   const BuildRequest request = layer_build_request(step_, compress_ratio, c4a);

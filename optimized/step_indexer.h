@@ -1,6 +1,8 @@
 // The entry point an engine calls per layer: the step's inputs + the layer's compress ratio
 // (+ its C4A indexer output) -> that layer's indices, through the per-step cache.
 #pragma once
+#include <string>
+
 #include "optimized/step_index_cache.h"
 
 namespace dsv4::opt {
@@ -36,10 +38,17 @@ struct C4aLayerInputs {
 BuildRequest layer_build_request(const StepInputs& step, int32_t compress_ratio,
                                  const C4aLayerInputs* c4a);
 
+// The step's structural error (SPEC §4), the message StepIndexer's constructor would throw, or
+// "" for a valid step; throws nothing (validation.h says for whom).
+std::string step_inputs_error(const StepInputs& step);
+
 class StepIndexer {
  public:
   // Validates the step's structure once (throws std::invalid_argument).
   StepIndexer(MixedSparseIndicesBuilder& builder, const StepInputs& step, CacheOptions options = {});
+  // For a step whose caller found step_inputs_error(step) empty: it is not checked again.
+  struct Validated {};
+  StepIndexer(MixedSparseIndicesBuilder& builder, const StepInputs& step, CacheOptions options, Validated);
   BuiltIndices layer_indices(int32_t compress_ratio, const C4aLayerInputs* c4a = nullptr);
   // Content errors of this step's builds so far (CUDA: synchronizes).
   int64_t content_errors();

@@ -1,189 +1,201 @@
 // Structural validation (SPEC §4): the same rules as the reference's validate_builder_inputs,
 // split into an O(1) per-build shape check and an O(T + R) once-per-step check on host copies.
+// The checks return their verdict instead of throwing: the Python binding raises from its own
+// code (the pip-built module crashed on the H200 when these errors were thrown here, never on
+// the reference's or the binding's own), and only the two validate_* wrappers throw.
 #include "optimized/validation.h"
 
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace dsv4::opt {
 namespace {
 
-void append(std::string& message, const char* part) { message += part; }
-template <class Number>
-void append(std::string& message, Number part) {
-  message += std::to_string(part);
-}
-
-// The message is assembled with std::string, as the reference's is: with std::ostringstream
-// here, the pip-built Python module crashed on every structural error on the H200 (Ubuntu
-// 24.04, g++ 13) while the reference's errors from the same module were raised fine.
-template <class... Parts>
-[[noreturn]] void reject(const Parts&... parts) {
+// The first failed check's message. A check returns true when it passes, else records why
+// and returns false, so that a validation is a chain `check && check && ...` that stops at the
+// first failure. Nothing is assembled (or allocated) while checks pass: the per-layer path
+// must not allocate.
+class Checks {
+ public:
+  template <class... Parts>
+  bool fail(const Parts&... parts) {
+    (append(parts), ...);
+    return false;
+  }
   std::string message;
-  (append(message, parts), ...);
-  throw std::invalid_argument(message);
-}
 
-void check_at_least(const char* field, int64_t value, int64_t minimum) {
-  if (value < minimum) reject(field, " = ", value, " must be >= ", minimum);
+ private:
+  void append(const char* part) { message += part; }
+  template <class Number>
+  void append(Number part) {
+    message += std::to_string(part);
+  }
+};
+
+bool at_least(Checks& check, const char* field, int64_t value, int64_t minimum) {
+  return value >= minimum || check.fail(field, " = ", value, " must be >= ", minimum);
 }
 
 // A row-major view: `rows` x `cols` as expected, strides that keep rows apart, data present.
-void check_matrix(const char* field, const Int32Matrix& m, int64_t rows, const char* rows_name,
-                  int64_t cols, const char* cols_name) {
-  if (m.rows != rows) reject(field, " has ", m.rows, " rows, expected ", rows_name, " = ", rows);
-  if (m.cols != cols) reject(field, " has ", m.cols, " columns, expected ", cols_name, " = ", cols);
+bool matrix_ok(Checks& check, const char* field, const Int32Matrix& m, int64_t rows, const char* rows_name,
+               int64_t cols, const char* cols_name) {
+  if (m.rows != rows) return check.fail(field, " has ", m.rows, " rows, expected ", rows_name, " = ", rows);
+  if (m.cols != cols) return check.fail(field, " has ", m.cols, " columns, expected ", cols_name, " = ", cols);
   if (m.rows > 1 && m.row_stride < m.cols) {
-    reject(field, ".row_stride = ", m.row_stride, " is below its ", m.cols, " columns");
+    return check.fail(field, ".row_stride = ", m.row_stride, " is below its ", m.cols, " columns");
   }
-  if (int64_t{m.rows} * m.cols > 0 && m.data == nullptr) reject(field, ".data is null");
+  if (int64_t{m.rows} * m.cols > 0 && m.data == nullptr) return check.fail(field, ".data is null");
+  return true;
 }
 
-// Field names are only assembled when a check fails: the per-layer path must not allocate.
-void check_cache(const char* name, const PagedCacheView& cache, int32_t num_requests) {
-  if (cache.block_size < 1) reject(name, ".block_size = ", cache.block_size, " must be >= 1");
+bool cache_ok(Checks& check, const char* name, const PagedCacheView& cache, int32_t num_requests) {
+  if (cache.block_size < 1) return check.fail(name, ".block_size = ", cache.block_size, " must be >= 1");
   if (cache.block_span != 0 && cache.block_span < cache.block_size) {
-    reject(name, ".block_span = ", cache.block_span, " is below ", name, ".block_size = ", cache.block_size,
-           " (0 means block_size)");
+    return check.fail(name, ".block_span = ", cache.block_span, " is below ", name, ".block_size = ",
+                      cache.block_size, " (0 means block_size)");
   }
   if (cache.row_stride != 0 && cache.row_stride < cache.blocks_per_row) {
-    reject(name, ".row_stride = ", cache.row_stride, " is below its ", cache.blocks_per_row,
-           " blocks per row (0 means dense)");
+    return check.fail(name, ".row_stride = ", cache.row_stride, " is below its ", cache.blocks_per_row,
+                      " blocks per row (0 means dense)");
   }
-  if (cache.blocks_per_row < 0) {
-    reject(name, ".blocks_per_row = ", cache.blocks_per_row, " must be >= 0");
-  }
+  if (cache.blocks_per_row < 0) return check.fail(name, ".blocks_per_row = ", cache.blocks_per_row, " must be >= 0");
   // A persistent [max_num_reqs][max_blocks] table may hold more rows (SPEC §7); rows >= R
   // are never read.
   if (cache.num_rows < num_requests) {
-    reject(name, ".block_table has ", cache.num_rows, " rows, fewer than R = ", num_requests);
+    return check.fail(name, ".block_table has ", cache.num_rows, " rows, fewer than R = ", num_requests);
   }
   if (int64_t{cache.num_rows} * cache.blocks_per_row > 0 && cache.block_table == nullptr) {
-    reject(name, ".block_table is null");
+    return check.fail(name, ".block_table is null");
   }
+  return true;
 }
 
 // SPEC §7: capacities, caller-owned outputs, run-time sizes and the status word.
-void check_engine_fields(const BuildRequest& r) {
-  check_at_least("row_capacity", r.row_capacity, 0);
+bool engine_fields_ok(Checks& check, const BuildRequest& r) {
+  if (!at_least(check, "row_capacity", r.row_capacity, 0)) return false;
   if (r.run_time_sizes != nullptr && r.row_capacity != 0 && r.row_capacity != r.num_tokens) {
-    reject("row_capacity = ", r.row_capacity, " must equal T_cap = ", r.num_tokens,
-           " (num_tokens: the rows of token_to_req) with run-time sizes");
+    return check.fail("row_capacity = ", r.row_capacity, " must equal T_cap = ", r.num_tokens,
+                      " (num_tokens: the rows of token_to_req) with run-time sizes");
   }
   if (r.row_capacity != 0 && r.row_capacity < r.num_tokens) {
-    reject("row_capacity = ", r.row_capacity, " is below T = ", r.num_tokens);
+    return check.fail("row_capacity = ", r.row_capacity, " is below T = ", r.num_tokens);
   }
-  check_at_least("compressed_capacity", r.compressed_capacity, 0);
+  if (!at_least(check, "compressed_capacity", r.compressed_capacity, 0)) return false;
   const int32_t P = padded_compressed_width(r.topk, r.decode_compressed.cols);
   if (r.compressed_capacity != 0 && r.compressed_capacity < P) {
-    reject("compressed_capacity = ", r.compressed_capacity, " is below P = ", P, " (round_up(max(topk, Kd), 4))");
+    return check.fail("compressed_capacity = ", r.compressed_capacity, " is below P = ", P,
+                      " (round_up(max(topk, Kd), 4))");
   }
   if (int64_t{r.window} + r.compressed_capacity > INT32_MAX) {
-    reject("compressed_capacity = ", r.compressed_capacity, ": the output width W + P_cap exceeds int32");
+    return check.fail("compressed_capacity = ", r.compressed_capacity, ": the output width W + P_cap exceeds int32");
   }
   const OutputView& out = r.output;
   if (out.sparse_indices != nullptr) {
     if (reinterpret_cast<uintptr_t>(out.sparse_indices) % 16 != 0) {
-      reject("output.sparse_indices is not 16-byte aligned");
+      return check.fail("output.sparse_indices is not 16-byte aligned");
     }
     if (out.row_stride < output_width(r) || out.row_stride % 4 != 0 || out.row_stride > INT32_MAX) {
-      reject("output.row_stride = ", out.row_stride, " must be a multiple of 4 and >= W + P_cap = ", output_width(r));
+      return check.fail("output.row_stride = ", out.row_stride, " must be a multiple of 4 and >= W + P_cap = ",
+                        output_width(r));
     }
-    if (out.sparse_lens == nullptr && output_rows(r) > 0) reject("output.sparse_lens is null");
+    if (out.sparse_lens == nullptr && output_rows(r) > 0) return check.fail("output.sparse_lens is null");
   } else if (out.sparse_lens != nullptr) {
-    reject("output.sparse_lens is given without output.sparse_indices");
+    return check.fail("output.sparse_lens is given without output.sparse_indices");
   }
   if (r.status != nullptr && r.run_time_sizes == nullptr) {
-    reject("status is given without run_time_sizes (the host validates host-sized steps)");
+    return check.fail("status is given without run_time_sizes (the host validates host-sized steps)");
   }
+  return true;
 }
 
-}  // namespace
-
-void validate_request_shape(const BuildRequest& r) {
-  check_at_least("window", r.window, 1);
-  check_at_least("ratio", r.ratio, 1);
-  check_at_least("topk", r.topk, 0);
-  check_at_least("num_requests R", r.num_requests, 0);
-  check_at_least("num_tokens T", r.num_tokens, 0);
-  check_at_least("num_decode_tokens D", r.num_decode_tokens, 0);
+bool request_shape_ok(Checks& check, const BuildRequest& r) {
+  if (!(at_least(check, "window", r.window, 1) && at_least(check, "ratio", r.ratio, 1) &&
+        at_least(check, "topk", r.topk, 0) && at_least(check, "num_requests R", r.num_requests, 0) &&
+        at_least(check, "num_tokens T", r.num_tokens, 0) &&
+        at_least(check, "num_decode_tokens D", r.num_decode_tokens, 0))) {
+    return false;
+  }
   if (r.num_decode_tokens > r.num_tokens) {
-    reject("num_decode_tokens D = ", r.num_decode_tokens, " (the rows of decode_swa_indices) exceeds T = ",
-           r.num_tokens);
+    return check.fail("num_decode_tokens D = ", r.num_decode_tokens,
+                      " (the rows of decode_swa_indices) exceeds T = ", r.num_tokens);
   }
   const int32_t decode_width = r.decode_compressed.cols;
-  check_at_least("decode_compressed columns Kd", decode_width, 0);
+  if (!at_least(check, "decode_compressed columns Kd", decode_width, 0)) return false;
   const int64_t widest = r.topk > decode_width ? r.topk : decode_width;
   if (int64_t{r.window} + (widest + 3) / 4 * 4 > INT32_MAX) {
-    reject("topk = ", r.topk, " with decode width Kd = ", decode_width, " and window = ", r.window,
-           ": the output width W + P exceeds int32");
+    return check.fail("topk = ", r.topk, " with decode width Kd = ", decode_width, " and window = ", r.window,
+                      ": the output width W + P exceeds int32");
   }
 
   // As the reference: with no decode token the column count of decode_swa_indices is moot.
-  check_matrix("decode_swa_indices", r.decode_swa_indices, r.num_decode_tokens, "D",
-               r.num_decode_tokens > 0 ? r.window : r.decode_swa_indices.cols, "window");
-  if (decode_width > 0) {  // zero columns: absent, any row count
-    check_matrix("decode_compressed", r.decode_compressed, r.num_decode_tokens, "D", decode_width,
-                 "Kd");
+  if (!matrix_ok(check, "decode_swa_indices", r.decode_swa_indices, r.num_decode_tokens, "D",
+                 r.num_decode_tokens > 0 ? r.window : r.decode_swa_indices.cols, "window")) {
+    return false;
+  }
+  // Zero columns: absent, any row count.
+  if (decode_width > 0 &&
+      !matrix_ok(check, "decode_compressed", r.decode_compressed, r.num_decode_tokens, "D", decode_width, "Kd")) {
+    return false;
   }
   if (r.decode_local && r.decode_compressed_lens != nullptr) {
-    reject("decode_compressed_lens is given with decode_local = true (lens belong to the global form)");
+    return check.fail("decode_compressed_lens is given with decode_local = true (lens belong to the global form)");
   }
   if (!r.decode_local && r.decode_valid != nullptr) {
-    reject("decode_valid is given with decode_local = false (validity belongs to the local form)");
+    return check.fail("decode_valid is given with decode_local = false (validity belongs to the local form)");
   }
-  check_at_least("prefill_topk columns Kp", r.prefill_topk.cols, 0);
   // With run-time sizes prefill_topk is a buffer of any rows: T - D is checked against them
   // when the build runs.
-  check_at_least("prefill_topk rows", r.prefill_topk.rows, 0);
-  check_matrix("prefill_topk", r.prefill_topk,
-               r.run_time_sizes != nullptr ? r.prefill_topk.rows : int64_t{r.num_tokens} - r.num_decode_tokens,
-               "T - D", r.prefill_topk.cols, "Kp");
-  check_engine_fields(r);
+  if (!(at_least(check, "prefill_topk columns Kp", r.prefill_topk.cols, 0) &&
+        at_least(check, "prefill_topk rows", r.prefill_topk.rows, 0) &&
+        matrix_ok(check, "prefill_topk", r.prefill_topk,
+                  r.run_time_sizes != nullptr ? r.prefill_topk.rows : int64_t{r.num_tokens} - r.num_decode_tokens,
+                  "T - D", r.prefill_topk.cols, "Kp") &&
+        engine_fields_ok(check, r))) {
+    return false;
+  }
 
   if (r.num_tokens > 0) {
-    if (r.query_start_loc == nullptr) reject("query_start_loc is null");
-    if (r.seq_lens == nullptr) reject("seq_lens is null");
-    if (r.token_to_req == nullptr) reject("token_to_req is null");
+    if (r.query_start_loc == nullptr) return check.fail("query_start_loc is null");
+    if (r.seq_lens == nullptr) return check.fail("seq_lens is null");
+    if (r.token_to_req == nullptr) return check.fail("token_to_req is null");
   }
-  check_cache("swa", r.swa, r.num_requests);
+  if (!cache_ok(check, "swa", r.swa, r.num_requests)) return false;
   // No table and no block size: compressed lookups use the SWA cache (SPEC §2).
-  if (r.compressed.block_table != nullptr || r.compressed.block_size != 0) {
-    check_cache("compressed", r.compressed, r.num_requests);
-  }
+  const bool has_compressed = r.compressed.block_table != nullptr || r.compressed.block_size != 0;
+  return !has_compressed || cache_ok(check, "compressed", r.compressed, r.num_requests);
 }
 
-void validate_step_structure(const BuildRequest& r, const StepStructureHost& host) {
-  validate_request_shape(r);
+bool step_structure_ok(Checks& check, const BuildRequest& r, const StepStructureHost& host) {
+  if (!request_shape_ok(check, r)) return false;
   const int32_t num_requests = r.num_requests;
   const int32_t num_tokens = r.num_tokens;
-  if (host.query_start_loc == nullptr) reject("host.query_start_loc is null");
-  if (num_requests > 0 && host.seq_lens == nullptr) reject("host.seq_lens is null");
-  if (num_tokens > 0 && host.token_to_req == nullptr) reject("host.token_to_req is null");
+  if (host.query_start_loc == nullptr) return check.fail("host.query_start_loc is null");
+  if (num_requests > 0 && host.seq_lens == nullptr) return check.fail("host.seq_lens is null");
+  if (num_tokens > 0 && host.token_to_req == nullptr) return check.fail("host.token_to_req is null");
   const int32_t* qsl = host.query_start_loc;
 
-  if (qsl[0] != 0) reject("query_start_loc[0] = ", qsl[0], " must be 0");
+  if (qsl[0] != 0) return check.fail("query_start_loc[0] = ", qsl[0], " must be 0");
   for (int32_t q = 1; q <= num_requests; ++q) {
     if (qsl[q] < qsl[q - 1]) {
-      reject("query_start_loc[", q, "] = ", qsl[q], " is below query_start_loc[", q - 1,
-             "] = ", qsl[q - 1], " (must not decrease)");
+      return check.fail("query_start_loc[", q, "] = ", qsl[q], " is below query_start_loc[", q - 1, "] = ",
+                        qsl[q - 1], " (must not decrease)");
     }
   }
   if (qsl[num_requests] != num_tokens) {
-    reject("query_start_loc[", num_requests, "] = ", qsl[num_requests], " must equal T = ",
-           num_tokens);
+    return check.fail("query_start_loc[", num_requests, "] = ", qsl[num_requests], " must equal T = ", num_tokens);
   }
   // Now 0 = qsl[0] <= ... <= qsl[R] = T: every token belongs to exactly one range.
   for (int32_t q = 0; q < num_requests; ++q) {
     for (int32_t t = qsl[q]; t < qsl[q + 1]; ++t) {
       const int32_t owner = host.token_to_req[t];
       if (owner < 0 || owner >= num_requests) {
-        reject("token_to_req[", t, "] = ", owner, " is out of range [0, R = ", num_requests, ")");
+        return check.fail("token_to_req[", t, "] = ", owner, " is out of range [0, R = ", num_requests, ")");
       }
       if (owner != q) {
-        reject("token_to_req[", t, "] = ", owner, " disagrees with query_start_loc: token ", t,
-               " lies in request ", q, "'s range [", qsl[q], ", ", qsl[q + 1], ")");
+        return check.fail("token_to_req[", t, "] = ", owner, " disagrees with query_start_loc: token ", t,
+                          " lies in request ", q, "'s range [", qsl[q], ", ", qsl[q + 1], ")");
       }
     }
   }
@@ -192,20 +204,40 @@ void validate_step_structure(const BuildRequest& r, const StepStructureHost& hos
     const int32_t query_length = qsl[q + 1] - qsl[q];
     const int32_t seq_len = host.seq_lens[q];
     if (seq_len < query_length) {
-      reject("seq_lens[", q, "] = ", seq_len, " is below its query length ", query_length);
+      return check.fail("seq_lens[", q, "] = ", seq_len, " is below its query length ", query_length);
     }
     if (seq_len > capacity) {
-      reject("seq_lens[", q, "] = ", seq_len, " exceeds the SWA block table's capacity ", capacity,
-             " (swa.blocks_per_row ", r.swa.blocks_per_row, " x swa.block_size ",
-             r.swa.block_size, ")");
+      return check.fail("seq_lens[", q, "] = ", seq_len, " exceeds the SWA block table's capacity ", capacity,
+                        " (swa.blocks_per_row ", r.swa.blocks_per_row, " x swa.block_size ", r.swa.block_size, ")");
     }
   }
-  bool boundary = false;
-  for (int32_t q = 0; q <= num_requests && !boundary; ++q) boundary = qsl[q] == r.num_decode_tokens;
-  if (!boundary) {
-    reject("num_decode_tokens D = ", r.num_decode_tokens,
-           " (the rows of decode_swa_indices) is not a request boundary of query_start_loc");
+  for (int32_t q = 0; q <= num_requests; ++q) {
+    if (qsl[q] == r.num_decode_tokens) return true;
   }
+  return check.fail("num_decode_tokens D = ", r.num_decode_tokens,
+                    " (the rows of decode_swa_indices) is not a request boundary of query_start_loc");
+}
+
+}  // namespace
+
+std::string request_shape_error(const BuildRequest& request) {
+  Checks check;
+  return request_shape_ok(check, request) ? std::string() : std::move(check.message);
+}
+
+std::string step_structure_error(const BuildRequest& request, const StepStructureHost& host) {
+  Checks check;
+  return step_structure_ok(check, request, host) ? std::string() : std::move(check.message);
+}
+
+void validate_request_shape(const BuildRequest& request) {
+  Checks check;
+  if (!request_shape_ok(check, request)) throw std::invalid_argument(check.message);
+}
+
+void validate_step_structure(const BuildRequest& request, const StepStructureHost& host) {
+  Checks check;
+  if (!step_structure_ok(check, request, host)) throw std::invalid_argument(check.message);
 }
 
 }  // namespace dsv4::opt

@@ -1,5 +1,7 @@
 // Structural validation (SPEC §4), run on the host once per step, never per layer.
 #pragma once
+#include <string>
+
 #include "optimized/build_request.h"
 
 namespace dsv4::opt {
@@ -13,5 +15,11 @@ void validate_step_structure(const BuildRequest& request, const StepStructureHos
 // Per-build O(1) checks: window/ratio/topk/block sizes >= their minimum and every view's
 // shape consistent with R, T, D. Throws std::invalid_argument naming the field.
 void validate_request_shape(const BuildRequest& request);
+
+// The same checks without throwing: the message validate_* would throw, or "" when the request
+// passes. For callers that must not let a C++ exception cross them (the Python binding raises
+// its own exception from the message).
+std::string step_structure_error(const BuildRequest& request, const StepStructureHost& host);
+std::string request_shape_error(const BuildRequest& request);
 
 }  // namespace dsv4::opt

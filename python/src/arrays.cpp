@@ -115,7 +115,7 @@ const dlpack::ExchangeApi* ArrayReader::exchange_api(nb::handle obj) {
   return api;
 }
 
-ArrayView ArrayReader::view(nb::handle obj, const char* name) {
+ArrayView ArrayReader::view(nb::handle obj, const char* name, bool writable) {
   ArrayView a;
   a.name = name;
   // Only rank 1 and 2 are read; rank checks name the argument later.
@@ -136,8 +136,13 @@ ArrayView ArrayReader::view(nb::handle obj, const char* name) {
     return a;
   }
   nb::ndarray<nb::ro> array;
-  if (!nb::try_cast(obj, array, /*convert=*/false)) {
+  nb::ndarray<> writable_array;  // nanobind refuses read-only arrays here
+  if (writable && nb::try_cast(obj, writable_array, /*convert=*/false)) {
+    array = nb::ndarray<nb::ro>(writable_array);
+  } else if (!nb::try_cast(obj, array, /*convert=*/false)) {
     fail_type(name, ": expected an array (numpy, torch or any DLPack tensor), got ", nb::inst_name(obj).c_str());
+  } else if (writable) {
+    fail_value(name, ": read-only; pass a writable array");
   }
   if (kept_count_ == kept_.size()) fail_value(name, ": too many array arguments");
   a.data = const_cast<void*>(array.data());  // byte offset included
@@ -217,6 +222,116 @@ const int32_t* host_int32_vector(const ArrayView& a, int64_t expected_size, cons
   return static_cast<const int32_t*>(a.data);
 }
 
+namespace {
+
+// The out= arrays must be of the inputs' framework: the same exchange table (torch), or else
+// an instance of query_start_loc's type (numpy).
+nb::str qualified_name(PyTypeObject* type) {  // numpy.ndarray, torch.Tensor
+  const nb::handle t(reinterpret_cast<PyObject*>(type));
+  return nb::str("{}.{}").format(t.attr("__module__"), t.attr("__qualname__"));
+}
+
+void check_framework(nb::handle obj, const char* name, const Placement& place) {
+  const bool same = place.api != nullptr ? ArrayReader::exchange_api(obj) == place.api
+                                         : PyObject_TypeCheck(obj.ptr(), place.type) != 0;
+  if (!same) {
+    fail_type(name, ": a ", qualified_name(Py_TYPE(obj.ptr())).c_str(), ", but the inputs are ",
+              qualified_name(place.type).c_str(),
+              " (query_start_loc decides): pass arrays of the inputs' framework");
+  }
+}
+
+ArrayView writable_int32(ArrayReader& reader, nb::handle obj, const char* name, const Placement& place,
+                         int32_t ndim) {
+  const ArrayView a = reader.view_writable(obj, name);
+  check_framework(obj, name, place);
+  check_device(a, place);
+  check_int32(a);
+  check_rank(a, ndim);
+  return a;
+}
+
+bool aligned_to(const void* p, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+// Whether `count` int32 from `lens` share an element with the `rows` x `cols` rows, `stride`
+// apart, from `base` (rows >= 1, stride >= cols): the interval meets the row it starts in, or
+// reaches the next row's start.
+bool overlaps(const int32_t* base, int64_t rows, int64_t cols, int64_t stride, const int32_t* lens, int64_t count) {
+  const int64_t begin = (reinterpret_cast<intptr_t>(lens) - reinterpret_cast<intptr_t>(base)) / 4;
+  const int64_t end = begin + count;  // elements, relative to base
+  if (count == 0 || end <= 0 || begin >= (rows - 1) * stride + cols) return false;
+  const int64_t row = begin < 0 ? -1 : begin / stride;
+  if (row >= 0 && begin < row * stride + cols) return true;
+  return row + 1 < rows && end > (row + 1) * stride;
+}
+
+}  // namespace
+
+CallerOutputs caller_outputs(ArrayReader& reader, nb::handle out, const Placement& place, int32_t num_tokens,
+                             int32_t window, int64_t width) {
+  const bool pair = nb::isinstance<nb::tuple>(out) || nb::isinstance<nb::list>(out);
+  if (!pair || nb::len(out) != 2) {
+    fail_type("out: expected a pair (sparse_indices, sparse_lens) of arrays, got ",
+              pair ? std::string("a ") + nb::inst_name(out).c_str() + " of " + std::to_string(nb::len(out))
+                   : std::string(nb::inst_name(out).c_str()));
+  }
+  CallerOutputs c;
+  c.sparse_indices = out[0];  // borrowed: the pair holds them for the call
+  c.sparse_lens = out[1];
+  const char* indices_name = "out[0] (sparse_indices)";
+  const char* lens_name = "out[1] (sparse_lens)";
+  const ArrayView indices = writable_int32(reader, c.sparse_indices, indices_name, place, 2);
+  const int64_t rows = indices.shape[0], cols = indices.shape[1];
+  if (rows < num_tokens) {
+    fail_value(indices_name, " has ", std::to_string(rows), " rows, expected at least T = ",
+               std::to_string(num_tokens));
+  }
+  if (cols < width) {
+    fail_value(indices_name, " has ", std::to_string(cols), " columns, expected at least W + P = ",
+               std::to_string(width));
+  }
+  c.row_capacity = to_int32(indices, rows);
+  if (window >= 1) c.compressed_capacity = to_int32(indices, cols - window);  // >= P
+  int64_t row_stride = (cols + 3) / 4 * 4;  // one row: its stride is never used
+  if (rows > 0 && cols > 1 && indices.strides[1] != 1) {
+    fail_value(indices_name, ": columns must be adjacent (column stride 1), got column stride ",
+               std::to_string(indices.strides[1]), "; pass a contiguous array");
+  }
+  if (rows > 1) {
+    row_stride = indices.strides[0];
+    if (row_stride < cols) {
+      fail_value(indices_name, ": row stride ", std::to_string(row_stride), " is below its ", std::to_string(cols),
+                 " columns (rows overlap)");
+    }
+    if (row_stride % 4 != 0) {
+      fail_value(indices_name, ": row stride ", std::to_string(row_stride),
+                 " is not a multiple of 4 (rows must start 16-byte aligned, SPEC §7)");
+    }
+    if (row_stride > INT32_MAX) fail_value(indices_name, ": row stride ", std::to_string(row_stride), " exceeds int32");
+  }
+  if (rows > 0 && !aligned_to(indices.data, 16)) fail_value(indices_name, ": data is not 16-byte aligned (SPEC §7)");
+
+  const ArrayView lens = writable_int32(reader, c.sparse_lens, lens_name, place, 1);
+  if (lens.shape[0] != rows) {
+    fail_value(lens_name, " has size ", std::to_string(lens.shape[0]), ", expected T_cap = ", std::to_string(rows),
+               " (the rows of out[0])");
+  }
+  check_vector(lens, rows, "T_cap");
+  if (rows > 0 && !aligned_to(lens.data, alignof(int32_t))) fail_value(lens_name, ": data is not 4-byte aligned");
+
+  if (rows > 0 && lens.device.device_type == indices.device.device_type &&
+      overlaps(static_cast<const int32_t*>(indices.data), rows, cols, row_stride,
+               static_cast<const int32_t*>(lens.data), rows)) {
+    fail_value(lens_name, " overlaps out[0] (sparse_indices)");
+  }
+  if (rows > 0) {  // nothing to write otherwise: T = 0, and an empty array may have no address
+    c.view.sparse_indices = static_cast<int32_t*>(indices.data);
+    c.view.row_stride = row_stride;
+    c.view.sparse_lens = static_cast<int32_t*>(lens.data);
+  }
+  return c;
+}
+
 nb::object export_int32(const Placement& place, int32_t* data, int32_t ndim, const int64_t* shape,
                         std::shared_ptr<void> owner) {
   alignas(256) static int32_t empty_storage[64];  // an empty output has no memory of its own
@@ -238,7 +353,8 @@ nb::object export_int32(const Placement& place, int32_t* data, int32_t ndim, con
     dlpack::ManagedTensorVersioned& m = e->managed;
     m.version = dlpack::Version{1, 0};
     m.manager_ctx = e;
-    m.deleter = [](dlpack::ManagedTensorVersioned* self) { delete static_cast<Exported*>(self->manager_ctx); };
+    // Called by the framework, from C: noexcept (the lease's end throws nothing, builder_pool.cpp).
+    m.deleter = [](dlpack::ManagedTensorVersioned* self) noexcept { delete static_cast<Exported*>(self->manager_ctx); };
     m.flags = 0;
     m.dl_tensor =
         dlpack::Tensor{data, place.device, ndim, dlpack::DataType{dlpack::kInt, 32, 1}, e->shape, e->strides, 0};

@@ -18,6 +18,7 @@ namespace nb = nanobind;
 struct Placement {
   dlpack::Device device{dlpack::kCPU, 0};
   const dlpack::ExchangeApi* api = nullptr;  // the framework's C exchange table (torch), if any
+  PyTypeObject* type = nullptr;  // the inputs' array type (query_start_loc's): their framework
   bool cuda() const { return device.device_type == dlpack::kCUDA; }
 };
 
@@ -38,11 +39,15 @@ struct ArrayView {
 class ArrayReader {
  public:
   // TypeError naming `name` when `obj` is not an array of rank 1 or 2.
-  ArrayView view(nb::handle obj, const char* name);
+  ArrayView view(nb::handle obj, const char* name) { return view(obj, name, false); }
+  // An array to write into: ValueError when it is read-only (numpy's writeable flag, a DLPack
+  // read-only export). Tensors viewed through an exchange table (torch) are writable.
+  ArrayView view_writable(nb::handle obj, const char* name) { return view(obj, name, true); }
   // The exchange table of obj's type, or null (cached per type).
   static const dlpack::ExchangeApi* exchange_api(nb::handle obj);
 
  private:
+  ArrayView view(nb::handle obj, const char* name, bool writable);
   std::array<nb::ndarray<nb::ro>, 24> kept_;
   size_t kept_count_ = 0;
 };
@@ -59,6 +64,21 @@ const uint8_t* bool_vector(const ArrayView& a, const Placement& place, int64_t e
 void check_device(const ArrayView& a, const Placement& place);
 // A host copy (`*_cpu` argument): a contiguous int32 vector in host memory.
 const int32_t* host_int32_vector(const ArrayView& a, int64_t expected_size, const char* expected);
+
+// build(out=...): the caller's arrays as SPEC §7 caller-owned outputs. T_cap is the rows of
+// sparse_indices and P_cap its columns minus W; the build writes every element of both.
+struct CallerOutputs {
+  nb::handle sparse_indices, sparse_lens;  // the caller's objects, handed back as they are
+  opt::OutputView view;                    // sparse_indices null: nothing to write (T_cap = 0)
+  int32_t row_capacity = 0;                // T_cap
+  int32_t compressed_capacity = 0;         // P_cap
+};
+// Checks all that the build relies on, naming out[0] (sparse_indices) or out[1] (sparse_lens):
+// a pair of writable int32 arrays of the inputs' framework (TypeError) and device; indices
+// [T_cap >= T][W + P_cap >= W + P], column stride 1, a row stride that is a multiple of 4 and
+// 16-byte aligned data; lens [T_cap], contiguous (ValueError). `width` = W + P.
+CallerOutputs caller_outputs(ArrayReader& reader, nb::handle out, const Placement& place, int32_t num_tokens,
+                             int32_t window, int64_t width);
 
 // Hands builder memory to Python without a copy: an int32 array of `shape` (rank 1 or 2) in the
 // framework of `place`, holding `owner` until the array (and every view of it) is gone.

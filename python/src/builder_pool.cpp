@@ -7,9 +7,15 @@ namespace dsv4::py {
 
 Lease::~Lease() {
   if (!builder) return;
-  builder->release_outputs();  // no array of this lease is left: its memory may be reused
-  std::lock_guard<std::mutex> lock(pool->mutex_);
-  pool->idle_.push_back(BuilderPool::Idle{std::move(builder), dirty});
+  // A destructor (run by a framework's deleter, from C) must not throw: if the builder cannot
+  // go back to the pool (no memory for the list, a failing release), it is freed instead.
+  try {
+    builder->release_outputs();  // no array of this lease is left: its memory may be reused
+    std::lock_guard<std::mutex> lock(pool->mutex_);
+    pool->idle_.push_back(BuilderPool::Idle{std::move(builder), dirty});
+  } catch (...) {
+    builder.reset();
+  }
 }
 
 std::shared_ptr<Lease> BuilderPool::lease() {

@@ -5,6 +5,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -32,6 +33,12 @@ namespace {
 using namespace nb::literals;
 
 bool given(nb::handle h) { return h.is_valid() && !h.is_none(); }
+
+// SPEC §4 structural errors become ValueError here, in the binding's own code: the library's
+// checks return their message instead of throwing it across the module (see validation.h).
+void raise_if_invalid(const std::string& error, const std::string& context = std::string()) {
+  if (!error.empty()) throw nb::value_error((context + error).c_str());
+}
 
 // The step's CUDA device is current during a call (as torch's device guard does), then restored.
 class DeviceGuard {
@@ -95,6 +102,7 @@ Layout read_layout(ArrayReader& reader, nb::handle query_start_loc, nb::handle s
     throw nb::value_error("query_start_loc: the step's tensors must be in host memory or on a CUDA device");
   }
   l.place.api = ArrayReader::exchange_api(query_start_loc);
+  l.place.type = Py_TYPE(query_start_loc.ptr());
   const ArrayView lens = reader.view(seq_lens, "seq_lens");
   const ArrayView owners = reader.view(token_to_req, "token_to_req");
   l.R = vector_size(lens);
@@ -162,7 +170,8 @@ nb::tuple build(int32_t window, int32_t ratio, int32_t topk, nb::handle decode_s
                 nb::handle decode_valid, nb::handle prefill_topk, nb::handle query_start_loc, nb::handle seq_lens,
                 nb::handle token_to_req, nb::handle swa_block_table, int32_t swa_block_size,
                 nb::handle compressed_block_table, int32_t compressed_block_size, nb::handle query_start_loc_cpu,
-                nb::handle seq_lens_cpu, nb::handle token_to_req_cpu, nb::handle stream, bool count_content_errors) {
+                nb::handle seq_lens_cpu, nb::handle token_to_req_cpu, nb::handle stream, bool count_content_errors,
+                nb::handle out) {
   ArrayReader reader;
   const Layout l = read_layout(reader, query_start_loc, seq_lens, token_to_req, decode_swa_indices, query_start_loc_cpu,
                                seq_lens_cpu, token_to_req_cpu);
@@ -197,7 +206,15 @@ nb::tuple build(int32_t window, int32_t ratio, int32_t topk, nb::handle decode_s
   } else if (compressed_block_size != 0) {
     throw nb::value_error("compressed_block_size is given without compressed_block_table");
   }
-  opt::validate_step_structure(r, l.host);  // SPEC §4, before any work: std::invalid_argument -> ValueError
+  CallerOutputs caller;
+  if (given(out)) {
+    const int64_t widest = std::max<int64_t>(r.topk, r.decode_compressed.cols);
+    caller = caller_outputs(reader, out, l.place, l.T, window, int64_t{window} + (widest + 3) / 4 * 4);
+    r.output = caller.view;
+    r.row_capacity = caller.row_capacity;
+    r.compressed_capacity = caller.compressed_capacity;
+  }
+  raise_if_invalid(opt::step_structure_error(r, l.host));  // SPEC §4, before any work
 
   const DeviceGuard guard(l.place);
   const std::shared_ptr<Lease> lease = shared_pool(l.place, call_stream(stream, l.place))->lease();
@@ -210,8 +227,9 @@ nb::tuple build(int32_t window, int32_t ratio, int32_t topk, nb::handle decode_s
     errors = nb::int_(lease->builder->take_content_errors());
     lease->dirty = false;
   }
-  const nb::tuple out = export_built(l.place, built, lease);
-  return nb::make_tuple(out[0], out[1], errors);
+  if (given(out)) return nb::make_tuple(caller.sparse_indices, caller.sparse_lens, errors);
+  const nb::tuple exported = export_built(l.place, built, lease);
+  return nb::make_tuple(exported[0], exported[1], errors);
 }
 
 // The per-step cache from Python: one C++ StepIndexer per step over a leased builder.
@@ -220,7 +238,9 @@ class PyStepIndexer {
   PyStepIndexer(std::vector<int32_t> compress_ratios, int32_t window, int32_t c4a_topk, bool cache, bool verify_on_hit,
                 size_t workspace_bytes)
       : ratios_(std::move(compress_ratios)), window_(window), c4a_topk_(c4a_topk), workspace_bytes_(workspace_bytes) {
-    for (int32_t ratio : ratios_) (void)opt::layer_kind_from_ratio(ratio);  // ValueError on an unknown ratio
+    for (int32_t ratio : ratios_) {  // ValueError on an unknown ratio
+      if (opt::layer_kind_from_ratio(ratio) == opt::LayerKind::kC128A) has_c128a_layers_ = true;
+    }
     options_.enabled = cache;
     options_.verify_on_hit = verify_on_hit;
   }
@@ -273,6 +293,14 @@ class PyStepIndexer {
       if (given(h)) step->alive.push_back(nb::borrow(h));
     }
 
+    // SPEC §4 before anything is leased, raised from here (validation.h): the step, and the
+    // shapes of the C128A layers' metadata when the schedule has such layers.
+    raise_if_invalid(opt::step_inputs_error(in));
+    if (step->has_c128a && has_c128a_layers_) {
+      raise_if_invalid(opt::request_shape_error(opt::layer_build_request(in, 128, nullptr)),
+                       "C128A layers (c128a_* arguments): ");
+    }
+
     const DeviceGuard guard(l.place);
     void* s = call_stream(stream, l.place);
     const opt::Backend backend = backend_of(l.place);
@@ -283,7 +311,7 @@ class PyStepIndexer {
     // Host counts are free to take: start the step's count clean. CUDA would synchronize.
     if (!l.place.cuda() && step->lease->dirty) (void)step->lease->builder->take_content_errors();
     step->builder.emplace(*step->lease);
-    step->indexer.emplace(*step->builder, in, options_);  // validates the step (ValueError)
+    step->indexer.emplace(*step->builder, in, options_, opt::StepIndexer::Validated{});
     step_ = std::move(step);
   }
 
@@ -306,6 +334,7 @@ class PyStepIndexer {
       if (!given(c4a_topk)) throw nb::value_error((layer_name + ": c4a_topk (its indexer output) is required").c_str());
       if (!s.has_c4a) throw nb::value_error((layer_name + ": begin_step() was given no c4a_block_table").c_str());
       c4a = c4a_inputs(c4a_topk);
+      raise_if_invalid(opt::request_shape_error(opt::layer_build_request(s.inputs, ratio, &c4a)), layer_name + ": ");
     } else if (given(c4a_topk)) {
       throw nb::value_error((layer_name + ": c4a_topk is only for C4A layers; pass None").c_str());
     } else if (kind == opt::LayerKind::kC128A && !s.has_c128a) {
@@ -399,6 +428,7 @@ class PyStepIndexer {
   int32_t window_;
   int32_t c4a_topk_;
   size_t workspace_bytes_;
+  bool has_c128a_layers_ = false;
   opt::CacheOptions options_;
   std::shared_ptr<BuilderPool> pool_;
   std::unique_ptr<Step> step_;
@@ -570,6 +600,7 @@ NB_MODULE(_core, m) {
         "token_to_req"_a, "swa_block_table"_a, "swa_block_size"_a, "compressed_block_table"_a = nb::none(),
         "compressed_block_size"_a = 0, "query_start_loc_cpu"_a = nb::none(), "seq_lens_cpu"_a = nb::none(),
         "token_to_req_cpu"_a = nb::none(), "stream"_a = nb::none(), "count_content_errors"_a = false,
+        "out"_a = nb::none(),
         R"doc(One build of a layer's mixed sparse indices (SPEC §3) on the optimized path.
 
 Arguments are named as in SPEC §3; arrays are int32 (decode_valid: bool or uint8), all on one
@@ -589,8 +620,23 @@ not copied; that memory is reused only after the last reference to them is gone.
 content_errors: the SPEC §4 count of this build (host backend); on CUDA None unless
 count_content_errors=True, which synchronizes the stream.
 
+out: None, or a pair (sparse_indices, sparse_lens) of the caller's arrays to build into
+(SPEC §7 caller-owned outputs, e.g. an engine's persistent buffers): int32, writable, of the
+inputs' framework and device (numpy arrays for numpy inputs, torch tensors on the inputs'
+device for torch inputs). sparse_indices [T_cap, W + P_cap] with T_cap >= T and P_cap >= P
+(P = round_up(max(topk, Kd), 4)), column stride 1, a row stride that is a multiple of 4
+elements and 16-byte aligned data (a view [:T_cap, :W + P_cap] of a wider buffer qualifies);
+sparse_lens [T_cap], contiguous. Every element of both is written: rows [0, T) as above,
+columns [W + P, W + P_cap) -1, rows [T, T_cap) -1 with length 0; nothing outside them (the
+buffer's columns past the view) and nothing at all when an error is raised. They must not
+overlap the inputs. Returned as they are, (out[0], out[1], content_errors): the very objects,
+written in place on `stream`; nothing is allocated.
+
 Raises ValueError for structural errors (SPEC §4, the C++ message naming field, row and value)
-and for a wrong rank, layout, size or device; TypeError for a wrong dtype or a non-array.)doc");
+and for a wrong rank, layout, size or device; TypeError for a wrong dtype or a non-array. A bad
+`out` raises naming out[0] (sparse_indices) or out[1] (sparse_lens): TypeError when it is not a
+pair, not an array, not int32 or not of the inputs' framework; ValueError for the device, a
+shape below (T, W + P) / T_cap, strides, alignment or a read-only array.)doc");
 
   nb::class_<PyStepIndexer>(m, "StepIndexer", R"doc(The per-step layer-kind cache (SPEC §5) for one model.
 
@@ -627,7 +673,8 @@ the C128A metadata: c128a_topk (E), c128a_decode_global [D, E], c128a_decode_len
 c128a_prefill_local [T-D, E] (reference.step_metadata computes all of these from the step).
 CUDA tensors also need query_start_loc_cpu, seq_lens_cpu, token_to_req_cpu (host copies) and
 run on `stream` (as in build()). The tensors are referenced until end_step(). A step still
-open is ended first. Raises ValueError for a structurally invalid step.)doc")
+open is ended first. Raises ValueError for a structurally invalid step (SPEC §4), and for
+C128A metadata of the wrong shape when the schedule has C128A layers; no step opens then.)doc")
       .def("layer", &PyStepIndexer::layer, "i"_a, "c4a_topk"_a = nb::none(),
            R"doc(Layer i's indices: (sparse_indices [T, W + P], sparse_lens [T]) in the step's framework.
 

@@ -153,3 +153,50 @@ def test_cuda_argument_errors():
     bad = dict(args, seq_lens_cpu=torch.tensor([6, 1], dtype=torch.int32))
     with pytest.raises(ValueError, match=re.escape("seq_lens[1] = 1 is below its query length 2")):
         dsv4_indices.build(**bad)  # SPEC §4 is checked on the host copies
+
+
+def test_out_on_the_callers_stream_and_in_a_graph():
+    """build(out=...) with torch CUDA tensors: written on the caller's stream into the given
+    tensors (returned as they are); captured into a CUDA graph, every replay writes them."""
+    import torch
+    kwargs, indices, lens = hand_case()  # T = 3, W + P = 8
+    args = to_cuda(kwargs)
+    out = (torch.full((4, 12), 99, dtype=torch.int32, device="cuda"),
+           torch.full((4,), 99, dtype=torch.int32, device="cuda"))
+    pointers = (out[0].data_ptr(), out[1].data_ptr())
+
+    def check():
+        got_indices, got_lens = host(out[0]), host(out[1])
+        np.testing.assert_array_equal(got_indices[:3, :8], indices)
+        np.testing.assert_array_equal(got_lens[:3], lens)
+        assert (got_indices[:3, 8:] == -1).all() and (got_indices[3] == -1).all() and got_lens[3] == 0
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())  # the fills
+    with torch.cuda.stream(side):  # stream=None: torch's current stream
+        got = dsv4_indices.build(**args, out=out)
+    assert got[0] is out[0] and got[1] is out[1]
+    assert (got[0].data_ptr(), got[1].data_ptr()) == pointers
+    side.synchronize()
+    check()
+    graph = torch.cuda.CUDAGraph()  # the side stream's builder is idle and warm: nothing allocated
+    with torch.cuda.graph(graph, stream=side):
+        captured = dsv4_indices.build(**args, out=out)
+    assert captured[0] is out[0] and captured[1] is out[1]
+    out[0].fill_(7)
+    out[1].fill_(7)
+    graph.replay()
+    torch.cuda.synchronize()
+    check()
+
+
+def test_out_on_another_device_or_framework():
+    import torch
+    args = to_cuda(hand_case()[0])
+    cpu_out = (torch.zeros((3, 8), dtype=torch.int32), torch.zeros(3, dtype=torch.int32))
+    with pytest.raises(ValueError, match=re.escape(
+            "out[0] (sparse_indices): on cpu, but the step's tensors are on cuda:0 (query_start_loc decides)")):
+        dsv4_indices.build(**args, out=cpu_out)
+    with pytest.raises(TypeError, match=re.escape(
+            "out[0] (sparse_indices): a numpy.ndarray, but the inputs are torch.Tensor")):
+        dsv4_indices.build(**args, out=(cpu_out[0].numpy(), cpu_out[1].numpy()))

@@ -7,7 +7,9 @@ import pytest
 
 import dsv4_indices
 from dsv4_indices import reference
+from backends import BACKENDS, convert
 from conftest import needs_torch
+from error_cases import OPTIMIZED_ONLY, STRUCTURAL
 from steps import begin_step_args, hand_case, random_indexer_output, random_step
 
 BOTH = [dsv4_indices.build, reference.build]
@@ -19,46 +21,46 @@ def case(**changes):
     return kwargs
 
 
-# ---- SPEC §4 structural errors: ValueError with the field, the row and the value ----
+# ---- SPEC §4 structural errors: ValueError with the field, the row and the value, on every
+# backend (CUDA: checked on the host copies) ----
 
-STRUCTURAL = [
-    # (changes, the optimized path's message, the reference's message), both from the C++
-    (dict(seq_lens=np.array([6, 1], np.int32)),
-     "seq_lens[1] = 1 is below its query length 2", "seq_lens[1] = 1: below its query length 2"),
-    (dict(query_start_loc=np.array([1, 1, 3], np.int32)),
-     "query_start_loc[0] = 1 must be 0", "query_start_loc[0] = 1: must be 0"),
-    (dict(query_start_loc=np.array([0, 2, 1], np.int32)),
-     "query_start_loc[2] = 1 is below query_start_loc[1] = 2", "query_start_loc[2] = 1: below query_start_loc[1] = 2"),
-    (dict(token_to_req=np.array([0, 0, 1], np.int32)),
-     "token_to_req[1] = 0 disagrees with query_start_loc", "token_to_req[1] = 0: token 1 is outside request 0's range"),
-    (dict(token_to_req=np.array([0, 1, 7], np.int32)),
-     "token_to_req[2] = 7 is out of range [0, R = 2)", "token_to_req[2] = 7: outside [0, R = 2)"),
-    (dict(seq_lens=np.array([6, 13], np.int32)),
-     "seq_lens[1] = 13 exceeds the SWA block table's capacity 12", "seq_lens[1] = 13: above the 12 tokens"),
-    (dict(swa_block_table=np.array([[3, 1], [0, 2]], np.int32)),
-     "seq_lens[1] = 9 exceeds the SWA block table's capacity 8", "seq_lens[1] = 9: above the 8 tokens"),
-    (dict(window=0), "window = 0 must be >= 1", "window = 0: must be >= 1"),
-    (dict(ratio=0), "ratio = 0 must be >= 1", "ratio = 0: must be >= 1"),
-    (dict(swa_block_size=0), "swa.block_size = 0 must be >= 1", "swa.block_size = 0: must be >= 1"),
-    (dict(decode_swa_indices=np.zeros((2, 4), np.int32), decode_compressed=np.zeros((2, 2), np.int32),
-          prefill_topk=np.zeros((1, 2), np.int32)),
-     "num_decode_tokens D = 2 (the rows of decode_swa_indices) is not a request boundary",
-     "decode_swa_indices rows: D = 2 is not a request boundary"),
-    (dict(decode_swa_indices=np.zeros((1, 3), np.int32)),
-     "decode_swa_indices has 3 columns, expected window = 4", "decode_swa_indices has 3 columns, expected window = 4"),
-    (dict(decode_valid=np.array([True])),
-     "decode_valid is given with decode_local = false", "decode_valid is given with decode_local = false"),
-    (dict(prefill_topk=np.zeros((3, 2), np.int32)),
-     "prefill_topk has 3 rows, expected T - D = 2", "prefill_topk has 3 rows, expected T - D = 2"),
-]
-
-
-@pytest.mark.parametrize("changes,optimized,oracle", STRUCTURAL)
-def test_structural_errors_are_value_errors_with_the_cpp_message(changes, optimized, oracle):
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("changes,optimized,oracle", [pytest.param(*c[1:], id=c[0]) for c in STRUCTURAL])
+def test_structural_errors_are_value_errors_with_the_cpp_message(backend, changes, optimized, oracle):
+    kwargs = convert(case(**changes), backend)
     with pytest.raises(ValueError, match=re.escape(optimized)):
-        dsv4_indices.build(**case(**changes))
-    with pytest.raises(ValueError, match=re.escape(oracle)):
-        reference.build(**case(**changes))
+        dsv4_indices.build(**kwargs)
+    if backend != "cuda":  # the reference reads host arrays
+        with pytest.raises(ValueError, match=re.escape(oracle)):
+            reference.build(**kwargs)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("changes,optimized", [pytest.param(*c[1:], id=c[0]) for c in OPTIMIZED_ONLY])
+def test_optimized_only_shape_errors(backend, changes, optimized):
+    with pytest.raises(ValueError, match=re.escape(optimized)):
+        dsv4_indices.build(**convert(case(**changes), backend))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_structural_error_in_begin_step(backend):
+    """StepIndexer.begin_step validates the step once, with the same messages; no step opens."""
+    indexer = flash_indexer()
+    step = random_step(np.random.default_rng(6), max_requests=3)  # with prefill tokens
+    args = begin_step_args(step)
+    bad = args["seq_lens"].copy()
+    bad[-1] = 0
+    q = len(bad) - 1
+    query_length = int(args["query_start_loc"][q + 1] - args["query_start_loc"][q])
+    with pytest.raises(ValueError, match=re.escape(f"seq_lens[{q}] = 0 is below its query length {query_length}")):
+        indexer.begin_step(**convert(dict(args, seq_lens=bad), backend))
+    assert not indexer.step_open
+    bad_c128a = dict(args, c128a_prefill_local=args["c128a_prefill_local"][1:])
+    rows = args["c128a_prefill_local"].shape[0]
+    with pytest.raises(ValueError, match=re.escape(
+            f"C128A layers (c128a_* arguments): prefill_topk has {rows - 1} rows, expected T - D = {rows}")):
+        indexer.begin_step(**convert(bad_c128a, backend))  # the C128A layers' shapes: checked up front too
+    assert not indexer.step_open
 
 
 # ---- arrays of the wrong kind: TypeError (dtype, not an array) or ValueError (rank, layout,
@@ -91,21 +93,30 @@ ARRAY_ERRORS = [
 ]
 
 
+NUMPY_ONLY = {"prefill_topk: negative row stride -2"}  # torch has no negative strides
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("fn", BOTH, ids=["build", "reference"])
 @pytest.mark.parametrize("changes,error,message", ARRAY_ERRORS)
-def test_bad_arrays_name_the_argument(fn, changes, error, message):
+def test_bad_arrays_name_the_argument(backend, fn, changes, error, message):
+    if backend != "numpy" and message in NUMPY_ONLY:
+        pytest.skip("numpy only: torch has no negative strides")
+    if backend == "cuda" and fn is reference.build:
+        pytest.skip("the reference reads host arrays")
     with pytest.raises(error, match=re.escape(message)):
-        fn(**case(**changes))
+        fn(**convert(case(**changes), backend))
 
 
-def test_block_tables_must_be_dense_for_build():
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_block_tables_must_be_dense_for_build(backend):
     """The optimized path reads block tables as dense rows (SPEC §7's strided tables are not
     there yet); the reference copies its inputs, so it takes them."""
     table = np.zeros((2, 6), np.int32)
     table[:, :3] = [[3, 1, -1], [0, 2, 5]]
     with pytest.raises(ValueError, match=re.escape(
             "swa_block_table: rows must be dense (row stride = columns), got row stride 6 for 3 columns")):
-        dsv4_indices.build(**case(swa_block_table=table[:, :3]))
+        dsv4_indices.build(**convert(case(swa_block_table=table[:, :3]), backend))
     np.testing.assert_array_equal(reference.build(**case(swa_block_table=table[:, :3]))[0], hand_case()[1])
 
 
@@ -176,6 +187,10 @@ def test_layer_argument_errors():
         indexer.layer(2, (topk,))
     with pytest.raises(ValueError, match=re.escape("c4a_topk[1] (prefill)")):
         indexer.layer(2, (topk[:0], topk[:, :, None]))
+    D = step["decode_swa_indices"].shape[0]
+    with pytest.raises(ValueError, match=re.escape(
+            f"layer 2 (C4A): prefill_topk has {T - D - 1} rows, expected T - D = {T - D}")):
+        indexer.layer(2, (topk[:D], topk[D + 1:]))  # the pair form: shapes checked per layer
     assert indexer.step_open  # a bad layer call leaves the step usable
     indexer.layer(2, topk)
 

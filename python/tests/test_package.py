@@ -18,6 +18,8 @@ def test_stubs_are_shipped():
         assert f"def {name}(" in stub or f"class {name}" in stub, name
     for method in ("begin_step", "layer", "content_errors", "end_step", "builder_calls", "cache_hits"):
         assert f"def {method}(" in stub, method
+    assert "out: object | None = None) -> tuple:" in stub  # build(out=...), documented:
+    assert "out: None, or a pair (sparse_indices, sparse_lens)" in stub
 
 
 def test_every_public_function_has_a_docstring():

@@ -34,12 +34,21 @@ struct Fixture {
   alignas(16) int32_t output[32] = {};  // where a caller-owned output or status would go
   StepStructureHost host() const { return StepStructureHost{qsl.data(), seq_lens.data(), token_to_req.data()}; }
   ::testing::AssertionResult rejected(const std::vector<std::string>& needles) const {
-    return throws_naming([&] { validate_step_structure(request, host()); }, needles);
+    const auto thrown = throws_naming([&] { validate_step_structure(request, host()); }, needles);
+    if (!thrown) return thrown;
+    return same_message(step_structure_error(request, host()), thrown);
   }
   ::testing::AssertionResult shape_rejected(const std::vector<std::string>& needles) const {
     const auto whole = rejected(needles);
     if (!whole) return whole;
-    return throws_naming([&] { validate_request_shape(request); }, needles);
+    const auto thrown = throws_naming([&] { validate_request_shape(request); }, needles);
+    if (!thrown) return thrown;
+    return same_message(request_shape_error(request), thrown);
+  }
+  // The non-throwing form returns exactly the message the throwing form threw.
+  static ::testing::AssertionResult same_message(const std::string& returned, const ::testing::AssertionResult& thrown) {
+    if (returned == thrown.message()) return thrown;
+    return ::testing::AssertionFailure() << "returned \"" << returned << "\", threw \"" << thrown.message() << "\"";
   }
 };
 
@@ -50,6 +59,8 @@ TEST(Validation, HandCasesAreValid) {
     StagedRequest staged(Backend::kHost, c.inputs);
     EXPECT_NO_THROW(validate_request_shape(staged.request())) << c.name;
     EXPECT_NO_THROW(validate_step_structure(staged.request(), staged.host())) << c.name;
+    EXPECT_EQ(request_shape_error(staged.request()), "") << c.name;
+    EXPECT_EQ(step_structure_error(staged.request(), staged.host()), "") << c.name;
   }
 }
 
@@ -231,9 +242,10 @@ TEST(Validation, AgreesWithReferenceOnRandomStructuralMutations) {
       reference_rejects = true;
     }
     bool optimized_rejects = false;
-    std::string message;
+    std::string message, returned;
     try {
       StagedRequest staged(Backend::kHost, in);
+      returned = step_structure_error(staged.request(), staged.host());
       validate_step_structure(staged.request(), staged.host());
     } catch (const std::invalid_argument& e) {
       optimized_rejects = true;
@@ -241,6 +253,7 @@ TEST(Validation, AgreesWithReferenceOnRandomStructuralMutations) {
     }
     ASSERT_EQ(reference_rejects, optimized_rejects)
         << "seed " << seed << " mutation " << what << ": " << harness::describe(in) << " " << message;
+    ASSERT_EQ(returned, message) << "seed " << seed;  // the non-throwing form says the same
     if (optimized_rejects) ++rejected_count;
   }
   EXPECT_GT(rejected_count, 100);  // the mutations do break things
@@ -262,13 +275,23 @@ TEST(Validation, StepIndexerRejectsABrokenStepUpFront) {
   const std::vector<int32_t> qsl{0, 1, 3}, bad_seq_lens{2, 1}, t2r{0, 1, 1};
   step.host = StepStructureHost{qsl.data(), bad_seq_lens.data(), t2r.data()};
   auto builder = make_host_builder();
-  EXPECT_TRUE(throws_naming([&] { StepIndexer indexer(*builder, step); }, {"seq_lens[1] = 1"}));
+  const auto thrown = throws_naming([&] { StepIndexer indexer(*builder, step); }, {"seq_lens[1] = 1"});
+  EXPECT_TRUE(thrown);
+  EXPECT_EQ(step_inputs_error(step), thrown.message());  // the non-throwing check says the same
   // A C4A layer without indexer output, and an unknown ratio, are rejected per layer.
   const std::vector<int32_t> seq_lens{2, 10};
   step.host.seq_lens = seq_lens.data();
+  EXPECT_EQ(step_inputs_error(step), "");
   StepIndexer indexer(*builder, step);
   EXPECT_TRUE(throws_naming([&] { indexer.layer_indices(4, nullptr); }, {"compress_ratio = 4", "c4a"}));
   EXPECT_TRUE(throws_naming([&] { indexer.layer_indices(16, nullptr); }, {"compress_ratio = 16"}));
+  // A step its caller validated with step_inputs_error() is not checked again, and builds alike.
+  auto other = make_host_builder();
+  StepIndexer prevalidated(*other, step, CacheOptions{}, StepIndexer::Validated{});
+  const BuiltIndices a = indexer.layer_indices(1), b = prevalidated.layer_indices(1);
+  ASSERT_EQ(a.num_tokens, b.num_tokens);
+  ASSERT_EQ(a.width, b.width);
+  for (int64_t i = 0; i < int64_t{a.num_tokens} * a.width; ++i) ASSERT_EQ(a.sparse_indices[i], b.sparse_indices[i]);
 }
 
 }  // namespace
