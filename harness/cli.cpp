@@ -156,7 +156,7 @@ int run_replay_command(const std::string& dir, const std::string& backend_arg, b
   options.backends = parse_backends(backend_arg);
   options.make_builder = make_builder;
   Capture capture = load_capture(dir, limits);  // InputError: malformed, structurally invalid, too large
-  StepCase c{std::move(capture.step), std::move(capture.schedule), std::move(capture.c4a_per_layer), {}, {}};
+  StepCase c{std::move(capture.step), std::move(capture.schedule), std::move(capture.c4a_per_layer), {}, {}, {}};
   out << "dsv4 replay " << printable(dir) << ": " << describe(c) << "\n  backends: " << backend_list(options.backends)
       << "\n";
   DifferentialChecker checker(options);
@@ -254,7 +254,7 @@ int run_demo_command(std::ostream& out) {
 
   DifferentialOptions options;
   options.backends = {opt::Backend::kHost};
-  const DifferentialSummary s = differential_check(StepCase{step, schedule, c4a, {}, {}}, options);
+  const DifferentialSummary s = differential_check(StepCase{step, schedule, c4a, {}, {}, {}}, options);
   const BackendTotals& host = s.backends.front();
   out << "\nOptimized host backend on the same step: " << host.calls_uncached
       << " builder calls without the per-step cache, " << host.calls_cached

@@ -72,6 +72,18 @@ TEST(VerifyRun, SummaryTableShowsEveryColumn) {
   for (const char* column : {"backend", "steps", "layers", "calls uncached", "calls cached",
                              "mismatches", "content errors", "reference", "host", "result: PASS"})
     EXPECT_NE(table.str().find(column), std::string::npos) << column << "\n" << table.str();
+  // The SPEC §7 line: the run's counts, the graph path's builds on the host backend.
+  const DifferentialSummary& s = r.summary;
+  EXPECT_GT(s.engine.graph, 0);
+  EXPECT_GT(s.engine.spans_offsets, 0);
+  EXPECT_GT(s.engine.persistent_tables, 0);
+  EXPECT_EQ(s.backends.at(0).graph_steps, s.engine.graph);
+  const std::string line = "  SPEC §7: " + std::to_string(s.engine.graph) + " of 40 steps also in persistent buffers, " +
+                           "recorded as a step graph and replayed with run-time sizes (builds: host " +
+                           std::to_string(s.backends.at(0).calls_graph) + "); " + std::to_string(s.engine.spans_offsets) +
+                           " with block spans or base offsets; " + std::to_string(s.engine.persistent_tables) +
+                           " with block tables past R or strided\n";
+  EXPECT_NE(table.str().find(line), std::string::npos) << line << table.str();
 }
 
 // Options outside their documented range are rejected before any work (they used to crash:
@@ -133,7 +145,7 @@ TEST(Replay, ShippedCapturesAgreeOnHost) {
                                            {"capture_flash_decode", 23},
                                            {"capture_pro_prefill", 31}}) {
     Capture cap = load_capture(std::string(DSV4_TEST_DATA_DIR) + "/" + name);
-    const StepCase c{std::move(cap.step), std::move(cap.schedule), std::move(cap.c4a_per_layer), {}, {}};
+    const StepCase c{std::move(cap.step), std::move(cap.schedule), std::move(cap.c4a_per_layer), {}, {}, {}};
     const DifferentialSummary s = differential_check(c, testing::host_only(), std::string("dsv4 replay ") + name);
     EXPECT_TRUE(s.ok()) << name << "\n" << s.report();
     ASSERT_EQ(s.backends.size(), 1u);
