@@ -139,17 +139,19 @@ TEST(VerifyRun, AStepPastTheOutputLimitStopsTheRunNamingTheLimit) {
   }
 }
 
-// `dsv4 replay DIR`: the shipped captures agree on every path, with SPEC §1's call counts.
+// `dsv4 replay DIR`: the shipped captures agree on every path, with SPEC §1's call counts; the
+// one of an engine's persistent buffers (format version 2) on the graph path too.
 TEST(Replay, ShippedCapturesAgreeOnHost) {
   for (const auto& [name, cached_calls] : {std::pair<const char*, int64_t>{"capture_flash_mixed", 23},
                                            {"capture_flash_decode", 23},
-                                           {"capture_pro_prefill", 31}}) {
-    Capture cap = load_capture(std::string(DSV4_TEST_DATA_DIR) + "/" + name);
-    const StepCase c{std::move(cap.step), std::move(cap.schedule), std::move(cap.c4a_per_layer), {}, {}, {}};
+                                           {"capture_pro_prefill", 31},
+                                           {"capture_flash_engine", 23}}) {
+    const StepCase c = step_case(load_capture(std::string(DSV4_TEST_DATA_DIR) + "/" + name));
     const DifferentialSummary s = differential_check(c, testing::host_only(), std::string("dsv4 replay ") + name);
     EXPECT_TRUE(s.ok()) << name << "\n" << s.report();
     ASSERT_EQ(s.backends.size(), 1u);
     EXPECT_EQ(s.backends[0].calls_cached, cached_calls) << name;
+    EXPECT_EQ(s.backends[0].calls_graph, c.persistent ? cached_calls : 0) << name;
     EXPECT_EQ(s.reference_content_errors, 0) << name;
   }
 }
