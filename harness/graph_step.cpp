@@ -128,7 +128,8 @@ void GraphStepBuffers::stage() {
   const int32_t W = schedule_.window;
   const auto T_cap = static_cast<int32_t>(h.token_to_req.size());
   const auto matrix = [&](const ref::IndexMatrix& m, MatrixLayout layout, Placed& placed) {
-    placed = Placed{buffer(strided_image(m, layout).size() * 4), layout};
+    const auto image_ints = static_cast<size_t>(layout.misalign + m.rows() * (m.cols() + layout.row_padding));
+    placed = Placed{buffer(image_ints * 4), layout};  // what strided_image(m, layout) fills
     return opt::Int32Matrix{static_cast<const int32_t*>(placed.buffer->data()) + layout.misalign,
                             static_cast<int32_t>(m.rows()), static_cast<int32_t>(m.cols()),
                             m.cols() + layout.row_padding};
