@@ -43,10 +43,11 @@ TEST_P(CorruptedSteps, RealSchedulesAgree) {
 
 // SPEC §7: corrupted steps in persistent buffers, half of them with a metadata entry or a
 // run-time size broken there too: the graph path's outputs, content errors and status words
-// equal the reference's checked builds of the same buffers.
+// equal the reference's checked builds of the same buffers. Random schedules (the real ones
+// take this path for a third of their steps in RealSchedulesAgree).
 TEST_P(CorruptedSteps, InPersistentBuffersTheGraphPathAgrees) {
   check_property([this] {
-    harness::StepCase c = *harness::gen_corrupted_step_case(ScheduleChoice::kAny, small_steps());
+    harness::StepCase c = *harness::gen_corrupted_step_case(ScheduleChoice::kRandom, small_steps());
     if (!c.persistent) {
       harness::make_persistent(c, *harness::gen_step_capacity(), *rc::gen::arbitrary<uint64_t>());
       if (*rc::gen::arbitrary<bool>()) {

@@ -39,10 +39,11 @@ TEST_P(Differential, ProStepsAgree) { real_schedule_steps_agree(ScheduleChoice::
 // SPEC §7: every step put into persistent buffers (capacities past T, D, T - D and R with stale
 // contents and sentinel request ids, tables past R, C128A at P_cap, caller-owned outputs) also
 // recorded as one StepGraph and replayed with its run-time sizes: every layer equals the
-// reference's checked build, with one build per cache key and per C4A layer.
+// reference's checked build, with one build per cache key and per C4A layer. Random schedules
+// (the Flash and Pro properties above take this path for a third of their steps).
 TEST_P(Differential, StepsInPersistentBuffersRecordedAsAStepGraphAgree) {
   check_property([this] {
-    harness::StepCase c = *harness::gen_step_case(ScheduleChoice::kAny, small_steps());
+    harness::StepCase c = *harness::gen_step_case(ScheduleChoice::kRandom, small_steps());
     if (!c.persistent) harness::make_persistent(c, *harness::gen_step_capacity(), *rc::gen::arbitrary<uint64_t>());
     const harness::DifferentialSummary s = harness::differential_check(c, on_this_backend(), kReplayHint);
     DSV4_RC_ASSERT_AGREES(s);
