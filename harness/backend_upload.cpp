@@ -4,6 +4,14 @@
 
 namespace dsv4::harness {
 
+std::vector<int32_t> strided_image(const ref::IndexMatrix& m, MatrixLayout layout) {
+  const Eigen::Index stride = m.cols() + layout.row_padding;
+  std::vector<int32_t> host(static_cast<size_t>(layout.misalign + m.rows() * stride), -77);
+  for (Eigen::Index i = 0; i < m.rows(); ++i)  // row-major: each row is contiguous
+    std::copy_n(m.data() + i * m.cols(), m.cols(), host.begin() + layout.misalign + i * stride);
+  return host;
+}
+
 const int32_t* BackendUploads::ints(const int32_t* data, Eigen::Index count) {
   std::vector<int32_t> host(data, data + count);
   host.push_back(0);
@@ -23,9 +31,7 @@ opt::Int32Matrix BackendUploads::matrix(const ref::IndexMatrix& m, MatrixLayout 
   view.rows = static_cast<int32_t>(m.rows());
   view.cols = static_cast<int32_t>(m.cols());
   view.row_stride = m.cols() + layout.row_padding;
-  std::vector<int32_t> host(static_cast<size_t>(layout.misalign + m.rows() * view.row_stride), -77);
-  for (Eigen::Index i = 0; i < m.rows(); ++i)  // row-major: each row is contiguous
-    std::copy_n(m.data() + i * m.cols(), m.cols(), host.begin() + layout.misalign + i * view.row_stride);
+  const std::vector<int32_t> host = strided_image(m, layout);
   view.data = ints(host.data(), static_cast<Eigen::Index>(host.size())) + layout.misalign;
   return view;
 }

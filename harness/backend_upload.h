@@ -10,6 +10,10 @@
 
 namespace dsv4::harness {
 
+// `m` as `layout` places it in memory: `misalign` int32 before the first row, rows
+// cols + row_padding apart, -77 (which no path may read) in the gaps.
+std::vector<int32_t> strided_image(const ref::IndexMatrix& m, MatrixLayout layout);
+
 class BackendUploads {
  public:
   explicit BackendUploads(opt::Backend backend) : backend_(backend) {}

@@ -1,22 +1,41 @@
-// Step capture format, version 1: one engine step as a directory that a Python engine can
-// write with numpy.save and json.dump, and `dsv4 replay DIR` can check.
+// Step capture format, versions 1 and 2: one engine step as a directory that a Python engine
+// can write with numpy.save and json.dump, and `dsv4 replay DIR` can check. Version 2 adds the
+// SPEC §7 fields (marked v2), each optional; a v2 field in a version-1 manifest is an error.
 //
 //   DIR/manifest.json (UTF-8 JSON, one object, nothing after it but whitespace; <= 16 MiB)
-//     {"format": "dsv4-step-capture", "version": 1,
+//     {"format": "dsv4-step-capture", "version": 1 or 2,
 //      "schedule": {"name": str, "compress_ratios": [int, ...], "window": int,
 //                   "c4a_topk": int, "main_block_size": int},
 //      "step": {"num_decode_tokens": int, "max_model_len": int, "swa_block_size": int,
-//               "c4a_block_size": int, "c128a_block_size": int},
+//               "c4a_block_size": int, "c128a_block_size": int,
+//               v2, for each cache X of swa, c4a, c128a: "X_block_span": int (S >= the block
+//               size; absent: S = B), "X_base_offset": int (O; absent: 0), "X_table_row_stride":
+//               int (the table's row stride in its persistent buffer, >= its NB columns)},
 //      "files": {"query_start_loc": name, "seq_lens": name, "token_to_req": name,
 //                "decode_valid": name, "swa_block_table": name, "c4a_block_table": name,
 //                "c128a_block_table": name},
-//      "c4a_layers": [{"layer": int, "decode_local": name, "prefill_topk": name}, ...]}
+//      "c4a_layers": [{"layer": int, "decode_local": name, "prefill_topk": name}, ...],
+//      v2 "engine": {"num_tokens": int, "num_requests": int, "decode_capacity": int,
+//                    "prefill_capacity": int, "c128a_capacity": int,
+//                    "output_row_padding": int (optional, 0..64, a multiple of 4)}}
 //   DIR/<name>.npy, C order, int32 ('<i4'; '<i8' accepted and narrowed) unless said:
 //     query_start_loc (R+1), seq_lens (R), token_to_req (T),
 //     decode_valid (D or 0 = all valid) uint8 '|u1' or bool '|b1',
-//     swa_block_table (R x NBs), c4a_block_table (R x NB4), c128a_block_table (R x NB128),
+//     swa_block_table (R x NBs), c4a_block_table (R x NB4), c128a_block_table (R x NB128)
+//     (v2: R or more rows, a persistent table's rows past R are never read),
 //     per C4A layer: decode_local (D x K) and prefill_topk ((T-D) x K), the indexer's local
 //     compressed indices, -1 padded. K may be smaller than c4a_topk (the builder pads with -1).
+//
+// With "engine" (SPEC §7 persistent buffers) the files hold the engine's buffers at their
+// capacities: query_start_loc R_cap + 1, seq_lens R_cap, token_to_req T_cap, decode_valid
+// engine.decode_capacity (D_cap) or 0, every block table R_cap rows or more, each C4A layer's
+// decode_local D_cap and prefill_topk engine.prefill_capacity rows; past the run-time sizes
+// (T = engine.num_tokens, D = step.num_decode_tokens, R = engine.num_requests) they hold
+// whatever the engine left there (padded token rows: sentinel request ids), never read. The
+// live step is their head. `dsv4 replay` checks it like a version-1 capture and also records
+// it as one step graph over those buffers (C128A layers at topk = engine.c128a_capacity, P_cap
+// >= E; caller-owned outputs output_row_padding wider than their rows) and replays it with the
+// run-time sizes.
 //
 // Rules (each broken one is reported with the file, the field and, where there is one, the
 // layer and the row):
@@ -29,13 +48,17 @@
 //   - The step is structurally valid (SPEC §4): query_start_loc has R + 1 entries, starts at
 //     0, never decreases and ends at T; token_to_req agrees with it; seq_lens[r] is at least
 //     its query length and fits its SWA block-table row; num_decode_tokens is a request
-//     boundary; decode_valid has D entries or none; every block table has R rows; C4A files
-//     have D and T - D rows.
+//     boundary; decode_valid has D entries or none; every block table has R rows (v2: at
+//     least R); C4A files have D and T - D rows.
+//   - v2: a table row stride is at least the table's columns; with "engine": R <= R_cap,
+//     T <= T_cap, D <= D_cap <= T_cap, T - D <= prefill_capacity, tables of at least R_cap
+//     rows, c128a_capacity >= E (SPEC §6) when the schedule has C128A layers.
 //   - Limits (CaptureLimits): the .npy data together <= --max-capture-bytes (checked from
-//     each file's header before its body is read), the step's outputs <= --max-step-bytes,
+//     each file's header before its body is read; a strided table's image counts too), the
+//     step's outputs <= --max-step-bytes (with "engine": the step graph's T_cap rows too),
 //     rows <= 2^21 columns (resource_limits.h).
-// Content errors (SPEC §4: block-table entries that are negative or too few) are not
-// structural; `dsv4 replay` counts them.
+// Content errors (SPEC §4: block-table entries that are negative or too few, slots outside
+// [0, 2^31) after span and offset) are not structural; `dsv4 replay` counts them.
 #include "harness/capture.h"
 
 #include <filesystem>
@@ -43,10 +66,13 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 
 #include "harness/errors.h"
 #include "harness/input_file.h"
 #include "harness/npy.h"
+#include "harness/persistent_buffers.h"
+#include "reference/step.h"
 #include "reference/step_structure.h"
 
 namespace dsv4::harness {
@@ -56,7 +82,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 constexpr const char* kFormat = "dsv4-step-capture";
-constexpr int kVersion = 1;
+constexpr int kVersion = 2;  // the newest this build reads; it reads 1 too
 constexpr const char* kManifest = "manifest.json";
 constexpr const char* kStepFiles[] = {"query_start_loc", "seq_lens",        "token_to_req",     "decode_valid",
                                       "swa_block_table", "c4a_block_table", "c128a_block_table"};
@@ -174,12 +200,13 @@ Manifest parse_manifest(const std::string& text, const std::string& label, const
   if (format != kFormat)
     m.fail("format", "expected \"" + std::string(kFormat) + "\", got \"" + printable(format, 60) + "\"");
   const int32_t version = m.int32(m.member(manifest, "version", "version"), "version");
-  if (version != kVersion) {
-    m.fail("version",
-           "unsupported version " + std::to_string(version) + " (this build reads " + std::to_string(kVersion) + ")");
+  if (version < 1 || version > kVersion) {
+    m.fail("version", "unsupported version " + std::to_string(version) + " (this build reads 1 to " +
+                          std::to_string(kVersion) + ")");
   }
 
   Manifest out;
+  out.version = version;
   ref::ModelSchedule& schedule = out.schedule;
   const ResourceLimits& res = limits.resources;
   const json& js = m.object(m.member(manifest, "schedule", "schedule"), "schedule");
@@ -228,6 +255,52 @@ Manifest parse_manifest(const std::string& text, const std::string& label, const
   if (out.c128a_block_size != schedule.main_block_size / 128) {
     m.fail("step.c128a_block_size", std::to_string(out.c128a_block_size) + " is not schedule.main_block_size / 128 = " +
                                         std::to_string(schedule.main_block_size / 128) + " (SPEC §2)");
+  }
+
+  // Version 2 (SPEC §7): present only in version-2 manifests (a version-1 reader would ignore
+  // them and replay another step).
+  const auto v2 = [&](const json& object, const std::string& key, const std::string& field) -> const json* {
+    const auto it = object.find(key);
+    if (it == object.end()) return nullptr;
+    if (version < 2) m.fail(field, "a version 2 field (SPEC §7) in a version " + std::to_string(version) + " manifest");
+    return &*it;
+  };
+  for (const auto& [name, block_size, addressing] :
+       {std::tuple<const char*, int32_t, Manifest::Addressing*>{"swa", out.swa_block_size, &out.swa},
+        {"c4a", out.c4a_block_size, &out.c4a},
+        {"c128a", out.c128a_block_size, &out.c128a}}) {
+    const std::string prefix = std::string(name) + "_";
+    const std::string span_field = "step." + prefix + "block_span", offset_field = "step." + prefix + "base_offset",
+                      stride_field = "step." + prefix + "table_row_stride";
+    if (const json* v = v2(jstep, prefix + "block_span", span_field)) {
+      addressing->block_span = m.int32_in(*v, span_field, block_size, std::numeric_limits<int32_t>::max(),
+                                          "a block span is at least step." + prefix + "block_size (SPEC §7)");
+    }
+    if (const json* v = v2(jstep, prefix + "base_offset", offset_field)) addressing->base_offset = m.int32(*v, offset_field);
+    if (const json* v = v2(jstep, prefix + "table_row_stride", stride_field)) {
+      addressing->table_row_stride = m.int32_in(*v, stride_field, 1, std::numeric_limits<int32_t>::max(), "");
+    }
+  }
+  if (const json* je = v2(manifest, "engine", "engine")) {
+    m.object(*je, "engine");
+    Manifest::Engine e;
+    const auto count = [&](const char* key) {
+      const std::string field = std::string("engine.") + key;
+      return m.int32_in(m.member(*je, key, field), field, 0, std::numeric_limits<int32_t>::max(), "");
+    };
+    e.num_tokens = count("num_tokens");
+    e.num_requests = count("num_requests");
+    e.decode_capacity = count("decode_capacity");
+    e.prefill_capacity = count("prefill_capacity");
+    e.c128a_capacity = count("c128a_capacity");
+    if (je->contains("output_row_padding")) {
+      e.output_row_padding = m.int32_in((*je)["output_row_padding"], "engine.output_row_padding", 0, 64, "");
+      if (e.output_row_padding % 4 != 0) {
+        m.fail("engine.output_row_padding", std::to_string(e.output_row_padding) +
+                                                " is not a multiple of 4 (output rows stay 16-byte aligned)");
+      }
+    }
+    out.engine = e;
   }
 
   const json& jfiles = m.object(m.member(manifest, "files", "files"), "files");
@@ -415,9 +488,11 @@ void check_step_structure(const ref::Step& step, const Manifest& m, const Source
   for (const auto& [field, cache] : {std::pair<const char*, const ref::PagedCache*>{"swa_block_table", &step.swa},
                                      {"c4a_block_table", &step.c4a},
                                      {"c128a_block_table", &step.c128a}}) {
-    if (cache->block_table.rows() != R) {
-      Sources::fail(src.file(field),
-                    "has " + std::to_string(cache->block_table.rows()) + " rows, expected one per request: " + r_is);
+    // Version 2: a persistent table may hold more rows (SPEC §7), R_cap at least with "engine".
+    const Eigen::Index rows = cache->block_table.rows();
+    if (m.version < 2 ? rows != R : rows < R) {
+      Sources::fail(src.file(field), "has " + std::to_string(rows) + " rows, expected one per request" +
+                                         (m.version < 2 ? "" : " or more") + ": " + r_is);
     }
   }
   const int64_t capacity = int64_t{step.swa.block_table.cols()} * step.swa.block_size;
@@ -432,7 +507,141 @@ void check_step_structure(const ref::Step& step, const Manifest& m, const Source
   }
 }
 
+// Version 2 with "engine": checks the run-time sizes against the capacities the files give,
+// cuts `step`'s per-request and per-token arrays to the live step, and returns the buffers as
+// they were (C4A files come later).
+PersistentStep take_persistent(ref::Step& step, const Manifest& m, const Sources& src) {
+  const Manifest::Engine& e = *m.engine;
+  const Eigen::Index R_cap = step.seq_lens.size(), T_cap = step.token_to_req.size();
+  const int32_t R = e.num_requests, T = e.num_tokens, D = step.num_decode_tokens;
+  const auto above = [&](const char* field, int64_t value, const std::string& capacity) {
+    Sources::fail(src.manifest_field(field), std::to_string(value) + " is above " + capacity);
+  };
+  if (R > R_cap) above("engine.num_requests", R, count_of("R_cap", R_cap, m.file("seq_lens")));
+  if (step.query_start_loc.size() != R_cap + 1) {
+    Sources::fail(src.file("query_start_loc"), "has " + std::to_string(step.query_start_loc.size()) +
+                                                   " entries, expected R_cap + 1 = " + std::to_string(R_cap + 1) + " (" +
+                                                   count_of("R_cap", R_cap, m.file("seq_lens")) + ")");
+  }
+  if (T > T_cap) above("engine.num_tokens", T, count_of("T_cap", T_cap, m.file("token_to_req")));
+  if (e.decode_capacity > T_cap) above("engine.decode_capacity", e.decode_capacity, count_of("T_cap", T_cap, m.file("token_to_req")));
+  if (D > e.decode_capacity) above("step.num_decode_tokens", D, "engine.decode_capacity = " + std::to_string(e.decode_capacity));
+  if (!step.decode_valid.empty() && step.decode_valid.size() != static_cast<size_t>(e.decode_capacity)) {
+    Sources::fail(src.file("decode_valid"), "has " + std::to_string(step.decode_valid.size()) +
+                                                " entries, expected engine.decode_capacity = " +
+                                                std::to_string(e.decode_capacity) + " (or none: all valid)");
+  }
+  if (step.query_start_loc(0) == 0 && step.query_start_loc(R) != T) {
+    Sources::fail(src.file("query_start_loc"), "query_start_loc[" + std::to_string(R) + "] = " +
+                                                   std::to_string(step.query_start_loc(R)) +
+                                                   ": the step's tokens end there, but engine.num_tokens = " +
+                                                   std::to_string(T));
+  }
+  PersistentStep p;
+  p.sizes = ref::RunTimeSizes{T, D, R};
+  p.query_start_loc = step.query_start_loc;
+  p.seq_lens = step.seq_lens;
+  p.token_to_req = step.token_to_req;
+  p.decode_valid = step.decode_valid;
+  p.c4a_per_layer.resize(m.schedule.compress_ratios.size());
+  p.decode_capacity = e.decode_capacity;
+  p.prefill_capacity = e.prefill_capacity;
+  p.c128a_capacity = e.c128a_capacity;
+  p.output_row_padding = e.output_row_padding;
+  step.query_start_loc = ref::IndexVector(step.query_start_loc.head(R + 1));
+  step.seq_lens = ref::IndexVector(step.seq_lens.head(R));
+  step.token_to_req = ref::IndexVector(step.token_to_req.head(T));
+  if (!step.decode_valid.empty()) step.decode_valid.resize(static_cast<size_t>(D));
+  return p;
+}
+
+// The strided image of a block table (rows x row_stride int32, SPEC §7) against its columns and
+// the capture's byte budget.
+void check_row_stride(const ref::PagedCache& cache, int32_t stride, const char* field, const char* file,
+                      const CaptureLimits& limits, const Sources& src) {
+  if (stride == 0) return;
+  const Eigen::Index NB = cache.block_table.cols();
+  const std::string where = src.manifest_field(std::string("step.") + field);
+  if (stride < NB) {
+    Sources::fail(where, std::to_string(stride) + " is below the " + std::to_string(NB) + " columns of " + src.file(file));
+  }
+  const uint64_t bytes = static_cast<uint64_t>(cache.block_table.rows()) * static_cast<uint64_t>(stride) * 4;
+  if (bytes > limits.max_capture_bytes) {
+    Sources::fail(where, "the table's " + std::to_string(cache.block_table.rows()) + " rows of " + std::to_string(stride) +
+                             " int32 take " + format_bytes(bytes) + ", above the limit of " +
+                             format_bytes(limits.max_capture_bytes) + " (--max-capture-bytes)");
+  }
+}
+
+// Persistent buffers a capture can hold: the live step at their head, its sizes theirs (a
+// capture of broken metadata would load as another step, or not at all).
+void check_persistent_head(const PersistentStep& p, const Capture& c) {
+  const ref::Step& s = c.step;
+  const int32_t T = s.num_tokens(), D = s.num_decode_tokens, R = s.num_requests();
+  const auto reject = [](const std::string& what) {
+    throw std::invalid_argument("save_capture: the persistent buffers' " + what + " (the live step is their head)");
+  };
+  if (p.sizes.num_tokens != T || p.sizes.num_decode_tokens != D || p.sizes.num_requests != R) {
+    reject("run-time sizes are not the step's T, D and R");
+  }
+  if (p.token_capacity() < T || p.request_capacity() < R || p.decode_capacity < D || p.decode_capacity > p.token_capacity() ||
+      p.prefill_capacity < T - D || static_cast<int32_t>(p.query_start_loc.size()) != p.request_capacity() + 1) {
+    reject("capacities do not hold the step");
+  }
+  if (p.query_start_loc.head(R + 1) != s.query_start_loc || p.seq_lens.head(R) != s.seq_lens ||
+      p.token_to_req.head(T) != s.token_to_req) {
+    reject("query_start_loc, seq_lens or token_to_req differ from the step's");
+  }
+  if (!p.decode_valid.empty()) {
+    if (p.decode_valid.size() != static_cast<size_t>(p.decode_capacity)) reject("decode_valid is not D_cap long");
+    for (int32_t t = 0; t < D; ++t) {
+      const uint8_t live = s.decode_valid.empty() ? 1 : s.decode_valid[static_cast<size_t>(t)];
+      if ((p.decode_valid[static_cast<size_t>(t)] != 0) != (live != 0)) reject("decode_valid differs from the step's");
+    }
+  }
+  if (p.c4a_per_layer.size() != c.c4a_per_layer.size()) reject("C4A layers are not the step's");
+  for (size_t l = 0; l < p.c4a_per_layer.size(); ++l) {
+    if (c.schedule.compress_ratios[l] != 4) continue;
+    const ref::C4aIndexerOutput &buffers = p.c4a_per_layer[l], &live = c.c4a_per_layer[l];
+    if (buffers.decode_local.rows() != p.decode_capacity || buffers.prefill_topk.rows() != p.prefill_capacity ||
+        buffers.decode_local.cols() != live.decode_local.cols() || buffers.prefill_topk.cols() != live.prefill_topk.cols() ||
+        buffers.decode_local.topRows(D) != live.decode_local || buffers.prefill_topk.topRows(T - D) != live.prefill_topk) {
+      reject("C4A layer " + std::to_string(l) + " differs from the step's");
+    }
+  }
+}
+
 }  // namespace
+
+StepCase step_case(Capture capture) {
+  StepCase c;
+  const auto padding = [](int32_t stride, const ref::PagedCache& cache) {
+    return TableLayout{stride == 0 ? 0 : stride - static_cast<int32_t>(cache.block_table.cols()), 0};
+  };
+  c.layout.swa_table = padding(capture.swa_table_row_stride, capture.step.swa);
+  c.layout.c4a_table = padding(capture.c4a_table_row_stride, capture.step.c4a);
+  c.layout.c128a_table = padding(capture.c128a_table_row_stride, capture.step.c128a);
+  c.step = std::move(capture.step);
+  c.schedule = std::move(capture.schedule);
+  c.c4a_per_layer = std::move(capture.c4a_per_layer);
+  c.persistent = std::move(capture.persistent);
+  return c;
+}
+
+Capture to_capture(const StepCase& c) {
+  Capture capture;
+  capture.step = c.step;
+  capture.schedule = c.schedule;
+  capture.c4a_per_layer = c.c4a_per_layer;
+  const auto stride = [](const TableLayout& t, const ref::PagedCache& cache) {
+    return t.row_padding == 0 ? 0 : static_cast<int32_t>(cache.block_table.cols()) + t.row_padding;
+  };
+  capture.swa_table_row_stride = stride(c.layout.swa_table, c.step.swa);
+  capture.c4a_table_row_stride = stride(c.layout.c4a_table, c.step.c4a);
+  capture.c128a_table_row_stride = stride(c.layout.c128a_table, c.step.c128a);
+  capture.persistent = c.persistent;
+  return capture;
+}
 
 void save_capture(const Capture& capture, const std::string& dir) {
   const ref::ModelSchedule& schedule = capture.schedule;
@@ -441,6 +650,19 @@ void save_capture(const Capture& capture, const std::string& dir) {
     throw std::invalid_argument("save_capture: c4a_per_layer has " + std::to_string(capture.c4a_per_layer.size()) +
                                 " entries, schedule '" + schedule.name + "' has " +
                                 std::to_string(schedule.compress_ratios.size()) + " layers");
+  }
+  const std::optional<PersistentStep>& persistent = capture.persistent;
+  if (persistent) check_persistent_head(*persistent, capture);
+  const std::pair<int32_t, const ref::PagedCache*> strides[] = {
+      {capture.swa_table_row_stride, &step.swa}, {capture.c4a_table_row_stride, &step.c4a},
+      {capture.c128a_table_row_stride, &step.c128a}};
+  bool v2 = persistent.has_value();
+  for (const auto& [stride, cache] : strides) {
+    if (stride != 0 && stride < cache->block_table.cols()) {
+      throw std::invalid_argument("save_capture: a table row stride of " + std::to_string(stride) + " is below its " +
+                                  std::to_string(cache->block_table.cols()) + " columns");
+    }
+    v2 |= stride != 0 || cache->block_span || cache->base_offset != 0 || cache->block_table.rows() != step.num_requests();
   }
   const fs::path root(dir);
   std::error_code ec;
@@ -453,12 +675,18 @@ void save_capture(const Capture& capture, const std::string& dir) {
     return name;
   };
 
+  // With persistent buffers the files are those buffers (the live step is their head).
+  const ref::IndexVector& query_start_loc = persistent ? persistent->query_start_loc : step.query_start_loc;
+  const ref::IndexVector& seq_lens = persistent ? persistent->seq_lens : step.seq_lens;
+  const ref::IndexVector& token_to_req = persistent ? persistent->token_to_req : step.token_to_req;
+  const std::vector<uint8_t>& decode_valid = persistent ? persistent->decode_valid : step.decode_valid;
+  const std::vector<ref::C4aIndexerOutput>& c4a = persistent ? persistent->c4a_per_layer : capture.c4a_per_layer;
   nlohmann::ordered_json files;
-  files["query_start_loc"] = put("query_start_loc.npy", encode(step.query_start_loc));
-  files["seq_lens"] = put("seq_lens.npy", encode(step.seq_lens));
-  files["token_to_req"] = put("token_to_req.npy", encode(step.token_to_req));
-  files["decode_valid"] = put("decode_valid.npy", npy::encode_uint8({static_cast<int64_t>(step.decode_valid.size())},
-                                                                    step.decode_valid.data()));
+  files["query_start_loc"] = put("query_start_loc.npy", encode(query_start_loc));
+  files["seq_lens"] = put("seq_lens.npy", encode(seq_lens));
+  files["token_to_req"] = put("token_to_req.npy", encode(token_to_req));
+  files["decode_valid"] =
+      put("decode_valid.npy", npy::encode_uint8({static_cast<int64_t>(decode_valid.size())}, decode_valid.data()));
   files["swa_block_table"] = put("swa_block_table.npy", encode(step.swa.block_table));
   files["c4a_block_table"] = put("c4a_block_table.npy", encode(step.c4a.block_table));
   files["c128a_block_table"] = put("c128a_block_table.npy", encode(step.c128a.block_table));
@@ -477,14 +705,15 @@ void save_capture(const Capture& capture, const std::string& dir) {
     }
     nlohmann::ordered_json entry;
     entry["layer"] = layer;
-    entry["decode_local"] = put(layer_file(layer, "decode_local"), encode(out.decode_local));
-    entry["prefill_topk"] = put(layer_file(layer, "prefill_topk"), encode(out.prefill_topk));
+    const ref::C4aIndexerOutput& buffers = c4a[static_cast<size_t>(layer)];
+    entry["decode_local"] = put(layer_file(layer, "decode_local"), encode(buffers.decode_local));
+    entry["prefill_topk"] = put(layer_file(layer, "prefill_topk"), encode(buffers.prefill_topk));
     c4a_layers.push_back(entry);
   }
 
   nlohmann::ordered_json manifest;
   manifest["format"] = kFormat;
-  manifest["version"] = kVersion;
+  manifest["version"] = v2 ? 2 : 1;  // version 1 readers keep reading what they can
   manifest["schedule"] = {{"name", schedule.name},
                           {"compress_ratios", schedule.compress_ratios},
                           {"window", schedule.window},
@@ -495,8 +724,25 @@ void save_capture(const Capture& capture, const std::string& dir) {
                       {"swa_block_size", step.swa.block_size},
                       {"c4a_block_size", step.c4a.block_size},
                       {"c128a_block_size", step.c128a.block_size}};
+  for (const auto& [name, cache, stride] :
+       {std::tuple<const char*, const ref::PagedCache*, int32_t>{"swa", &step.swa, capture.swa_table_row_stride},
+        {"c4a", &step.c4a, capture.c4a_table_row_stride},
+        {"c128a", &step.c128a, capture.c128a_table_row_stride}}) {
+    const std::string prefix = name;
+    if (cache->block_span) manifest["step"][prefix + "_block_span"] = *cache->block_span;
+    if (cache->base_offset != 0) manifest["step"][prefix + "_base_offset"] = cache->base_offset;
+    if (stride != 0) manifest["step"][prefix + "_table_row_stride"] = stride;
+  }
   manifest["files"] = files;
   manifest["c4a_layers"] = c4a_layers;
+  if (persistent) {
+    manifest["engine"] = {{"num_tokens", persistent->sizes.num_tokens},
+                          {"num_requests", persistent->sizes.num_requests},
+                          {"decode_capacity", persistent->decode_capacity},
+                          {"prefill_capacity", persistent->prefill_capacity},
+                          {"c128a_capacity", persistent->c128a_capacity},
+                          {"output_row_padding", persistent->output_row_padding}};
+  }
   const std::string text = manifest.dump(2) + "\n";
   // Written last, so the manifest only names files that exist.
   npy::write_file((root / kManifest).string(), std::vector<uint8_t>(text.begin(), text.end()));
@@ -535,7 +781,37 @@ Capture load_capture(const std::string& dir, const CaptureLimits& limits) {
   step.swa.block_table = npy_files.matrix(m.file("swa_block_table"), "swa_block_table");
   step.c4a.block_table = npy_files.matrix(m.file("c4a_block_table"), "c4a_block_table");
   step.c128a.block_table = npy_files.matrix(m.file("c128a_block_table"), "c128a_block_table");
+  for (const auto& [cache, addressing] : {std::pair<ref::PagedCache*, const Manifest::Addressing*>{&step.swa, &m.swa},
+                                          {&step.c4a, &m.c4a},
+                                          {&step.c128a, &m.c128a}}) {
+    cache->block_span = addressing->block_span;
+    cache->base_offset = addressing->base_offset;
+  }
+  std::optional<PersistentStep>& persistent = capture.persistent;
+  if (m.engine) persistent = take_persistent(step, m, src);
   check_step_structure(step, m, src);
+  if (persistent) {
+    const Eigen::Index R_cap = persistent->request_capacity();
+    for (const auto& [field, cache] : {std::pair<const char*, const ref::PagedCache*>{"swa_block_table", &step.swa},
+                                       {"c4a_block_table", &step.c4a},
+                                       {"c128a_block_table", &step.c128a}}) {
+      if (cache->block_table.rows() < R_cap) {
+        Sources::fail(src.file(field), "has " + std::to_string(cache->block_table.rows()) + " rows, fewer than " +
+                                           count_of("R_cap", R_cap, m.file("seq_lens")));
+      }
+    }
+    if (step.num_tokens() - step.num_decode_tokens > persistent->prefill_capacity) {
+      Sources::fail(src.manifest_field("engine.prefill_capacity"),
+                    std::to_string(persistent->prefill_capacity) + " is below T - D = " +
+                        std::to_string(step.num_tokens() - step.num_decode_tokens));
+    }
+  }
+  check_row_stride(step.swa, m.swa.table_row_stride, "swa_table_row_stride", "swa_block_table", limits, src);
+  check_row_stride(step.c4a, m.c4a.table_row_stride, "c4a_table_row_stride", "c4a_block_table", limits, src);
+  check_row_stride(step.c128a, m.c128a.table_row_stride, "c128a_table_row_stride", "c128a_block_table", limits, src);
+  capture.swa_table_row_stride = m.swa.table_row_stride;
+  capture.c4a_table_row_stride = m.c4a.table_row_stride;
+  capture.c128a_table_row_stride = m.c128a.table_row_stride;
 
   capture.c4a_per_layer.resize(capture.schedule.compress_ratios.size());
   const Eigen::Index D = step.num_decode_tokens;
@@ -547,16 +823,36 @@ Capture load_capture(const std::string& dir, const CaptureLimits& limits) {
       matrix = npy_files.matrix(
           prefill ? l.prefill_topk : l.decode_local,
           l.field + (prefill ? ".prefill_topk" : ".decode_local") + " of layer " + std::to_string(l.layer));
-      const Eigen::Index rows = prefill ? prefill_tokens : D;
+      // Persistent buffers: the capacities' rows, the live step's at their head.
+      const Eigen::Index rows = !persistent ? (prefill ? prefill_tokens : D)
+                                            : (prefill ? persistent->prefill_capacity : persistent->decode_capacity);
       if (matrix.rows() != rows) {
         throw InputError(src.layer_file(l, prefill) + ": field 'shape': expected " + std::to_string(rows) + " rows (" +
-                         (prefill ? "the tokens after the decode tokens, T - D" : "step.num_decode_tokens, D") +
+                         (persistent ? (prefill ? "engine.prefill_capacity" : "engine.decode_capacity, D_cap")
+                                     : (prefill ? "the tokens after the decode tokens, T - D" : "step.num_decode_tokens, D")) +
                          "), got " + std::to_string(matrix.rows()));
+      }
+      if (persistent) {
+        (prefill ? persistent->c4a_per_layer[static_cast<size_t>(l.layer)].prefill_topk
+                 : persistent->c4a_per_layer[static_cast<size_t>(l.layer)].decode_local) = matrix;
+        matrix = ref::IndexMatrix(matrix.topRows(prefill ? prefill_tokens : D));
       }
     }
   }
 
-  check_step_resources(step, capture.schedule, capture.c4a_per_layer, limits.resources, "capture " + printable(dir));
+  const std::string where = "capture " + printable(dir);
+  check_step_resources(step, capture.schedule, capture.c4a_per_layer, limits.resources, where);
+  if (persistent) {
+    if (capture.schedule.count(ref::LayerKind::kC128A) > 0) {
+      const int32_t E = c128a_effective_width(step);
+      if (persistent->c128a_capacity < E) {
+        Sources::fail(src.manifest_field("engine.c128a_capacity"),
+                      std::to_string(persistent->c128a_capacity) + " is below the C128A effective width E = " +
+                          std::to_string(E) + " of this step (SPEC §6; C128A layers are recorded with topk = P_cap)");
+      }
+    }
+    check_persistent_resources(*persistent, capture.schedule, limits.resources, where);
+  }
 
   // The reference's own checks on the builder inputs of one layer of each kind: all
   // SWA-only layers of a step get the same inputs, and so do all C128A layers; C4A layers

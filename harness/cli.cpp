@@ -155,8 +155,9 @@ int run_replay_command(const std::string& dir, const std::string& backend_arg, b
   DifferentialOptions options;
   options.backends = parse_backends(backend_arg);
   options.make_builder = make_builder;
-  Capture capture = load_capture(dir, limits);  // InputError: malformed, structurally invalid, too large
-  StepCase c{std::move(capture.step), std::move(capture.schedule), std::move(capture.c4a_per_layer), {}, {}};
+  // InputError: malformed, structurally invalid, too large. Persistent buffers (SPEC §7): the
+  // graph path too.
+  const StepCase c = step_case(load_capture(dir, limits));
   out << "dsv4 replay " << printable(dir) << ": " << describe(c) << "\n  backends: " << backend_list(options.backends)
       << "\n";
   DifferentialChecker checker(options);
@@ -254,7 +255,7 @@ int run_demo_command(std::ostream& out) {
 
   DifferentialOptions options;
   options.backends = {opt::Backend::kHost};
-  const DifferentialSummary s = differential_check(StepCase{step, schedule, c4a, {}, {}}, options);
+  const DifferentialSummary s = differential_check(StepCase{step, schedule, c4a, {}, {}, {}}, options);
   const BackendTotals& host = s.backends.front();
   out << "\nOptimized host backend on the same step: " << host.calls_uncached
       << " builder calls without the per-step cache, " << host.calls_cached
@@ -286,8 +287,14 @@ int run_dsv4(const std::vector<std::string>& args, std::ostream& out, std::ostre
       "Draws N random steps from seed S and checks, for every layer, the reference == the optimized\n"
       "path without the per-step cache == the optimized path with it: indices, lens and content-error\n"
       "counts, element for element; plus the cached path's builder calls (one per cacheable kind\n"
-      "present plus one per C4A layer: Flash 23, Pro 31) and buffer identity of cache hits. Prints a\n"
-      "progress line on stderr, a summary table, and for a mismatch the command that replays its step.");
+      "present plus one per C4A layer: Flash 23, Pro 31) and buffer identity of cache hits. SPEC §7\n"
+      "engine layouts: a third of the steps address packed pools (block spans, base offsets up to\n"
+      "2^31; corrupted steps past it), tables have rows past R and padded strides, and a third are\n"
+      "also put into persistent buffers (capacities past T, D and R with sentinel request ids, C128A\n"
+      "at P_cap, caller-owned outputs), recorded as one step graph and replayed with the run-time\n"
+      "sizes read from backend memory: equal to the reference's checked builds, status words too.\n"
+      "Prints a progress line on stderr, a summary table (with a SPEC §7 line), and for a mismatch\n"
+      "the command that replays its step.");
   verify->add_option("--steps", vo.steps, "number of random steps")
       ->check(integer_in(0, kMaxVerifySteps))
       ->type_name("N in 0..10^12")
@@ -348,9 +355,11 @@ int run_dsv4(const std::vector<std::string>& args, std::ostream& out, std::ostre
   CLI::App* replay = app.add_subcommand(
       "replay",
       "Loads a captured engine step (DIR/manifest.json + .npy files; the format is documented at the top\n"
-      "of harness/capture.cpp and in the README) and runs the same check on it. A malformed or\n"
-      "structurally invalid capture is invalid input (exit 2), reported with the file, field, layer and\n"
-      "row. Content errors must be 0 unless --allow-content-errors.");
+      "of harness/capture.cpp and in the README) and runs the same check on it. A capture of an engine's\n"
+      "persistent buffers (format version 2, SPEC §7: capacities, run-time sizes, block spans and base\n"
+      "offsets, table row strides) is also recorded as one step graph over those buffers and replayed.\n"
+      "A malformed or structurally invalid capture is invalid input (exit 2), reported with the file,\n"
+      "field, layer and row. Content errors must be 0 unless --allow-content-errors.");
   replay->add_option("DIR", replay_dir, "the capture directory")->required()->type_name("");
   replay->add_option("--backend", replay_backend, "all: every backend present")
       ->check(CLI::IsMember({"host", "cuda", "all"}).description(""))

@@ -3,17 +3,25 @@
 #include <sstream>
 #include <stdexcept>
 
+#if defined(DSV4_WITH_CUDA)
+#include <cuda_runtime_api.h>
+#endif
+
 #include "harness/backend_step.h"
 #include "harness/compare_build.h"
+#include "harness/graph_step.h"
 #include "optimized/cuda_builder.h"
 #include "optimized/host_builder.h"
+#include "optimized/step_graph.h"
 #include "optimized/step_indexer.h"
 
 namespace dsv4::harness {
 namespace {
 
-enum class Path { kUncached, kCached };
-const char* path_name(Path p) { return p == Path::kUncached ? "uncached" : "cached"; }
+enum class Path { kUncached, kCached, kGraph };
+const char* path_name(Path p) {
+  return p == Path::kUncached ? "uncached" : p == Path::kCached ? "cached" : "graph replay";
+}
 
 const char* kind_name(int32_t ratio) {
   return ref::layer_kind_name(ref::layer_kind_from_ratio(ratio));
@@ -37,9 +45,9 @@ class Recorder {
   BackendTotals* totals_;
 };
 
-// Names the step's request and position of a mismatch's token.
+// Names the step's request and position of a mismatch's token (none for a padded row).
 void name_token(Mismatch& m, const ref::Step& step) {
-  if (m.token < 0) return;
+  if (m.token < 0 || m.token >= step.num_tokens()) return;
   m.request = step.token_to_req(m.token);
   m.position = ref::token_position(step, m.token);
 }
@@ -141,6 +149,86 @@ void run_path(Path path, const StepCase& c, const std::vector<ref::BuilderOutput
   }
 }
 
+// The graph path (SPEC §7): the step recorded once as a StepGraph over its persistent buffers
+// (one build per cache key and per C4A layer, like the cached path) and replayed.
+void run_graph_path(const StepCase& c, opt::Backend backend, CountingBuilder& builder, ContentErrorPolicy policy,
+                    BackendTotals& totals, Recorder& record) {
+  GraphStepBuffers buffers(backend, c);
+  (void)builder.take_content_errors();
+  const int64_t calls_before = builder.build_calls();
+  opt::StepGraph graph(builder, buffers.spec());
+  const int64_t calls = builder.build_calls() - calls_before;
+  ++totals.graph_steps;
+  totals.calls_graph += calls;
+  const int64_t expected = expected_builder_calls(c.schedule, true);
+  if (calls != expected || graph.builds() != expected) {
+    Mismatch m;
+    m.backend = opt::backend_name(backend);
+    m.path = path_name(Path::kGraph);
+    m.what = "builder calls";
+    m.expected = expected;
+    m.actual = calls;
+    m.detail = "recorded " + std::to_string(graph.builds()) + " builds";
+    record(m);
+  }
+  for (Mismatch m : replay_and_compare(graph, buffers, c.schedule, policy == ContentErrorPolicy::kMustBeZero)) {
+    name_token(m, c.step);
+    record(m);
+  }
+}
+
+bool has_span_or_offset(const ref::Step& s) {
+  for (const ref::PagedCache* cache : {&s.swa, &s.c4a, &s.c128a})
+    if (cache->block_span || cache->base_offset != 0) return true;
+  return false;
+}
+
+bool has_persistent_table(const StepCase& c) {
+  const StepLayout& l = c.layout;
+  for (const ref::PagedCache* cache : {&c.step.swa, &c.step.c4a, &c.step.c128a})
+    if (cache->block_table.rows() > c.step.num_requests()) return true;
+  for (const TableLayout* t : {&l.swa_table, &l.c4a_table, &l.c128a_table})
+    if (t->row_padding > 0 || t->extra_rows > 0) return true;
+  return false;
+}
+
+#if defined(DSV4_WITH_CUDA)
+// The CUDA builder on a non-blocking stream of its own, which it destroys: a StepGraph cannot be
+// recorded on the legacy default stream.
+class OwnStreamCudaBuilder final : public opt::MixedSparseIndicesBuilder {
+ public:
+  OwnStreamCudaBuilder() {
+    const cudaError_t created = cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking);
+    if (created != cudaSuccess) {
+      throw std::runtime_error(std::string("cudaStreamCreateWithFlags: ") + cudaGetErrorString(created));
+    }
+    try {
+      inner_ = opt::make_cuda_builder(stream_);
+    } catch (...) {
+      (void)cudaStreamDestroy(stream_);
+      throw;
+    }
+  }
+  ~OwnStreamCudaBuilder() override {
+    inner_.reset();
+    (void)cudaStreamDestroy(stream_);
+  }
+  OwnStreamCudaBuilder(const OwnStreamCudaBuilder&) = delete;
+  OwnStreamCudaBuilder& operator=(const OwnStreamCudaBuilder&) = delete;
+
+  opt::Backend backend() const override { return inner_->backend(); }
+  opt::BuiltIndices build(const opt::BuildRequest& request) override { return inner_->build(request); }
+  int64_t take_content_errors() override { return inner_->take_content_errors(); }
+  void release_outputs() override { inner_->release_outputs(); }
+  void begin_recording() override { inner_->begin_recording(); }
+  std::unique_ptr<opt::RecordedBuilds> end_recording() override { return inner_->end_recording(); }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+  std::unique_ptr<opt::MixedSparseIndicesBuilder> inner_;
+};
+#endif
+
 }  // namespace
 
 std::vector<opt::Backend> backends_present() {
@@ -150,7 +238,12 @@ std::vector<opt::Backend> backends_present() {
 }
 
 std::unique_ptr<opt::MixedSparseIndicesBuilder> make_builder(opt::Backend backend) {
-  return backend == opt::Backend::kCuda ? opt::make_cuda_builder() : opt::make_host_builder();
+  if (backend == opt::Backend::kHost) return opt::make_host_builder();
+#if defined(DSV4_WITH_CUDA)
+  return std::make_unique<OwnStreamCudaBuilder>();
+#else
+  return opt::make_cuda_builder();  // throws: no CUDA in this build
+#endif
 }
 
 int64_t DifferentialSummary::mismatches() const {
@@ -162,6 +255,9 @@ int64_t DifferentialSummary::mismatches() const {
 void DifferentialSummary::add(const DifferentialSummary& o) {
   steps += o.steps;
   layers += o.layers;
+  engine.graph += o.engine.graph;
+  engine.spans_offsets += o.engine.spans_offsets;
+  engine.persistent_tables += o.engine.persistent_tables;
   reference_content_errors += o.reference_content_errors;
   reference_mismatches += o.reference_mismatches;
   if (reference_first_error_layer < 0) reference_first_error_layer = o.reference_first_error_layer;
@@ -177,6 +273,8 @@ void DifferentialSummary::add(const DifferentialSummary& o) {
     mine->layers += ob.layers;
     mine->calls_uncached += ob.calls_uncached;
     mine->calls_cached += ob.calls_cached;
+    mine->graph_steps += ob.graph_steps;
+    mine->calls_graph += ob.calls_graph;
     mine->mismatches += ob.mismatches;
     mine->content_errors += ob.content_errors;
   }
@@ -216,6 +314,9 @@ DifferentialSummary DifferentialChecker::check(const StepCase& c, ContentErrorPo
   summary.max_reported = options_.max_reported;
   summary.steps = 1;
   summary.layers = c.schedule.num_layers();
+  summary.engine.graph = c.persistent ? 1 : 0;
+  summary.engine.spans_offsets = has_span_or_offset(c.step) ? 1 : 0;
+  summary.engine.persistent_tables = has_persistent_table(c) ? 1 : 0;
   for (opt::Backend b : backends_) summary.backends.push_back(BackendTotals{opt::backend_name(b)});
 
   Recorder reference_record(summary, nullptr);
@@ -259,6 +360,10 @@ DifferentialSummary DifferentialChecker::check(const StepCase& c, ContentErrorPo
         run_path(Path::kUncached, c, want, staged, *counting_[i], options_.verify_on_hit, totals, record);
         path = Path::kCached;
         run_path(Path::kCached, c, want, staged, *counting_[i], options_.verify_on_hit, totals, record);
+        if (c.persistent) {
+          path = Path::kGraph;
+          run_graph_path(c, backends_[i], *counting_[i], policy, totals, record);
+        }
       } catch (const std::exception& e) {
         Mismatch m;
         m.backend = totals.backend;

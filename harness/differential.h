@@ -4,7 +4,10 @@
 // sparse_lens and content-error counts, on every backend present, with the inputs staged in
 // the case's layout. Also checks the cached
 // path's builder calls (SPEC §5), that hits return the first build's buffers, and that a
-// StepIndexer refuses use after end_step.
+// StepIndexer refuses use after end_step. A case with persistent buffers (SPEC §7) also takes
+// the graph path: the whole step recorded as one StepGraph over those buffers (capacities,
+// run-time sizes, caller-owned outputs) and replayed, every layer, status word and the
+// content errors equal to the reference's checked builds of the same buffers.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -24,7 +27,8 @@ using BuilderFactory =
 
 // Host always; CUDA when opt::cuda_device_present().
 std::vector<opt::Backend> backends_present();
-// The real builders: make_host_builder() / make_cuda_builder().
+// The real builders: make_host_builder() / make_cuda_builder() on a stream of the builder's own
+// (a StepGraph cannot be recorded on the legacy default stream).
 std::unique_ptr<opt::MixedSparseIndicesBuilder> make_builder(opt::Backend backend);
 
 enum class ContentErrorPolicy {
@@ -44,12 +48,21 @@ struct BackendTotals {
   std::string backend;
   int64_t steps = 0, layers = 0;
   int64_t calls_uncached = 0, calls_cached = 0;  // builder calls counted by CountingBuilder
+  int64_t graph_steps = 0, calls_graph = 0;      // steps recorded as a StepGraph, their builds
   int64_t mismatches = 0;
   int64_t content_errors = 0;                    // counted by the uncached path
 };
 
+// How many steps used SPEC §7 engine layouts.
+struct EngineLayoutCounts {
+  int64_t graph = 0;              // persistent buffers: the graph path ran
+  int64_t spans_offsets = 0;      // a paged cache with a block span or a base offset
+  int64_t persistent_tables = 0;  // a block table with rows past R or a row stride past its width
+};
+
 struct DifferentialSummary {
   int64_t steps = 0, layers = 0;
+  EngineLayoutCounts engine;
   int64_t reference_content_errors = 0;
   int64_t reference_mismatches = 0;  // the reference threw, or erred on a valid step
   int32_t reference_first_error_layer = -1;  // the first layer with content errors (first step)

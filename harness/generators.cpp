@@ -1,11 +1,14 @@
 #include "harness/generators.h"
 
 #include <algorithm>
+#include <array>
 #include <iterator>
 #include <climits>
 #include <numeric>
 #include <random>
 #include <sstream>
+
+#include "harness/persistent_buffers.h"
 
 namespace dsv4::harness {
 namespace {
@@ -52,6 +55,13 @@ rc::Gen<T> one_of_values(T first, Ts... rest) {
 template <class T>
 rc::Gen<T> weighted_gen(std::vector<std::pair<int, rc::Gen<T>>> alternatives) {
   return rc::gen::join(weighted<rc::Gen<T>>(std::move(alternatives)));
+}
+
+// A value of `gen` drawn at the nominal size whatever the current one (it still shrinks): the
+// SPEC §7 engine layouts appear in small steps too, not only once the size is large.
+template <class T>
+T at_any_size(const rc::Gen<T>& gen) {
+  return *rc::gen::resize(rc::kNominalSize, gen);
 }
 
 // The current RapidCheck size (0..100 by default), read from inside gen::exec.
@@ -113,6 +123,45 @@ ref::PagedCache make_paged_cache(const std::vector<int32_t>& units, int32_t bloc
     }
   }
   return cache;
+}
+
+// SPEC §7 storage-offset addressing of `cache` from drawn choices (`amount` picks within a
+// choice's range). Span: 0 none (S = B), 1 S = B given, 2 S = B + up to 2B + 2, 3 S = 2..5 B,
+// 4 the largest span for which the table's largest id still gives an int32 slot (64-bit
+// products). Offset: 0 none, 1 up to 100000, 2 within 64 of the highest offset at which every
+// slot still fits (valid up to here), 3 past it: the slots of the largest ids cross 2^31,
+// 4 negative: small slots fall below 0 (both content errors, SPEC §4).
+void set_addressing(ref::PagedCache& cache, int span_kind, int offset_kind, uint32_t amount) {
+  const int64_t B = cache.block_size;
+  const int64_t top = cache.block_table.size() > 0 ? std::max<int64_t>(cache.block_table.maxCoeff(), 0) : 0;
+  int64_t span = cache.span();  // kind 0: as it is
+  switch (span_kind) {
+    case 1: span = B; break;
+    case 2: span = B + 1 + amount % (2 * B + 2); break;
+    case 3: span = B * (2 + amount % 4); break;
+    case 4: span = std::max<int64_t>(B, (INT32_MAX - (B - 1)) / std::max<int64_t>(top, 1)); break;
+    default: break;
+  }
+  span = std::min<int64_t>(span, INT32_MAX);
+  if (span_kind != 0) cache.block_span = static_cast<int32_t>(span);
+  const int64_t max_raw = top * span + B - 1;  // the largest slot the table can give without an offset
+  const int64_t room = std::max<int64_t>(INT32_MAX - max_raw, 0);
+  int64_t offset = 0;
+  switch (offset_kind) {
+    case 1: offset = amount % (std::min<int64_t>(room, 100000) + 1); break;
+    case 2: offset = room - amount % (std::min<int64_t>(room, 64) + 1); break;
+    case 3: offset = INT32_MAX - amount % (std::min<int64_t>(max_raw, INT32_MAX) + 1); break;
+    case 4: offset = -1 - amount % (std::min<int64_t>(max_raw, INT32_MAX - 1) + 1); break;
+    default: break;
+  }
+  cache.base_offset = static_cast<int32_t>(offset);
+}
+
+// Valid addressing of a generated step's fresh cache, shrinking toward none.
+void draw_addressing(ref::PagedCache& cache) {
+  const int span_kind = at_any_size(weighted<int>({{2, 0}, {1, 1}, {2, 2}, {2, 3}, {1, 4}}));
+  const int offset_kind = at_any_size(weighted<int>({{2, 0}, {2, 1}, {2, 2}}));
+  set_addressing(cache, span_kind, offset_kind, *rc::gen::noShrink(rc::gen::arbitrary<uint32_t>()));
 }
 
 // `count` distinct values of [0, n) in random order.
@@ -276,7 +325,9 @@ ref::BuilderInputs random_builder_inputs(Rng& rng, const BuildLimits& shape) {
     c.block_table = table(R, blocks);
     in.compressed = c;
   }
-  const int32_t local_bound = shape.corrupt ? max_local + 8 : max_local - 1;
+  // Valid: below (pos + 1) / ratio of the last position, which the SWA table (no compressed
+  // table, ratio 1) also holds.
+  const int32_t local_bound = shape.corrupt ? max_local + 8 : std::min(max_local, std::max(max_seq, 1)) - 1;
   auto local_value = [&]() {
     if (chance(15)) return -uniform(rng, 1, 3);  // no entry (-1 and below)
     return uniform(rng, 0, std::max(0, local_bound));
@@ -467,6 +518,9 @@ rc::Gen<ref::Step> gen_step(StepLimits lim) {
     s.c4a = make_paged_cache(c4a_units, blocks.c4a, c4a_tail, fill, rng);
     s.c128a = make_paged_cache(c128a_units, blocks.c128a, c128a_tail, fill, rng);
     s.max_model_len = max_model_len;
+    // A third of the steps address packed pools (SPEC §7); the rest keep the power-of-two path.
+    if (at_any_size(weighted<bool>({{2, false}, {1, true}})))
+      for (ref::PagedCache* cache : {&s.swa, &s.c4a, &s.c128a}) draw_addressing(*cache);
     return s;
   });
 }
@@ -549,6 +603,20 @@ rc::Gen<StepLayout> gen_step_layout(const ref::ModelSchedule& schedule, bool may
   });
 }
 
+rc::Gen<StepCapacity> gen_step_capacity() {
+  return rc::gen::exec([] {
+    StepCapacity cap;
+    cap.extra_tokens = at_any_size(rc::gen::inRange<int32_t>(0, 10));
+    cap.extra_decode_rows = at_any_size(rc::gen::inRange<int32_t>(0, cap.extra_tokens + 1));
+    cap.extra_prefill_rows = at_any_size(rc::gen::inRange<int32_t>(0, 6));
+    cap.extra_requests = at_any_size(rc::gen::inRange<int32_t>(0, 6));
+    cap.extra_table_rows = at_any_size(rc::gen::inRange<int32_t>(0, 4));
+    cap.c128a_extra_columns = at_any_size(one_of_values<int32_t>(0, 1, 3, 4, 9, 128));
+    cap.output_row_padding = 4 * at_any_size(rc::gen::inRange<int32_t>(0, 3));
+    return cap;
+  });
+}
+
 rc::Gen<StepCase> gen_step_case(ScheduleChoice choice, StepLimits limits) {
   return rc::gen::exec([choice, limits] {
     StepCase c;
@@ -556,6 +624,7 @@ rc::Gen<StepCase> gen_step_case(ScheduleChoice choice, StepLimits limits) {
     c.step = *gen_step(limits);
     c.c4a_per_layer = *gen_c4a_outputs(c.step, c.schedule);
     c.layout = *gen_step_layout(c.schedule);
+    if (at_any_size(weighted<bool>({{2, false}, {1, true}}))) make_persistent(c, *gen_step_capacity(), content_seed());
     return c;
   });
 }
@@ -638,6 +707,18 @@ rc::Gen<StepCase> gen_corrupted_step_case(ScheduleChoice choice, StepLimits limi
         c.notes.push_back(os.str());
       }
     }
+    // SPEC §7: a base offset that takes slots past 2^31 or below 0, at any size.
+    if (at_any_size(weighted<bool>({{3, false}, {1, true}}))) {
+      const char* names[] = {"swa", "c4a", "c128a"};
+      const int which = *rc::gen::inRange<int>(0, 3);
+      ref::PagedCache& cache = *std::array<ref::PagedCache*, 3>{&c.step.swa, &c.step.c4a, &c.step.c128a}[static_cast<size_t>(which)];
+      set_addressing(cache, *rc::gen::inRange<int>(0, 5), *one_of_values<int>(3, 4),
+                     *rc::gen::noShrink(rc::gen::arbitrary<uint32_t>()));
+      std::ostringstream os;
+      os << names[which] << " block span " << cache.span() << ", base offset " << cache.base_offset
+         << " (slots past 2^31 or below 0)";
+      c.notes.push_back(os.str());
+    }
     // The certain one, last so no extra overwrites it: decode local indices are translated in
     // every column below Kd, padding tokens included.
     {
@@ -649,6 +730,13 @@ rc::Gen<StepCase> gen_corrupted_step_case(ScheduleChoice choice, StepLimits limi
       note(layer, "decode_local", t, j, m(t, j), "past the C4A table");
     }
     c.layout = *gen_step_layout(c.schedule, /*may_drop_tables=*/false);
+    if (at_any_size(weighted<bool>({{2, false}, {1, true}}))) {
+      make_persistent(c, *gen_step_capacity(), content_seed());
+      if (at_any_size(rc::gen::arbitrary<bool>())) {  // the graph path's status words must name it
+        std::mt19937_64 rng(content_seed());
+        c.notes.push_back(corrupt_metadata(*c.persistent, rng));
+      }
+    }
     return c;
   });
 }
@@ -657,6 +745,44 @@ rc::Gen<ref::BuilderInputs> gen_builder_inputs(BuildLimits limits) {
   return rc::gen::exec([limits] {
     Rng rng(content_seed());
     return random_builder_inputs(rng, limits);
+  });
+}
+
+rc::Gen<ref::BuilderInputs> gen_engine_builder_inputs(BuildLimits limits) {
+  return rc::gen::exec([limits] {
+    Rng rng(content_seed());
+    ref::BuilderInputs in = random_builder_inputs(rng, limits);
+    auto chance = [&](int32_t percent) { return uniform(rng, 0, 99) < percent; };
+    for (ref::PagedCache* cache : {&in.swa, in.compressed ? &*in.compressed : nullptr}) {
+      if (cache == nullptr) continue;
+      const int span_kind = chance(50) ? 0 : uniform(rng, 1, 4);
+      const int offset_kind = chance(40) ? 0 : uniform(rng, 1, limits.corrupt ? 4 : 2);
+      set_addressing(*cache, span_kind, offset_kind, static_cast<uint32_t>(rng()));
+      // A persistent [max_num_reqs][max_blocks] table: rows past R, never read.
+      const auto extra = static_cast<Eigen::Index>(uniform(rng, 0, 3));
+      ref::IndexMatrix rows = ref::IndexMatrix::Constant(cache->block_table.rows() + extra, cache->block_table.cols(), -9);
+      rows.topRows(cache->block_table.rows()) = cache->block_table;
+      cache->block_table = rows;
+    }
+    if (chance(50)) in.row_capacity = static_cast<int32_t>(in.token_to_req.size()) + uniform(rng, 0, 3);
+    if (chance(50)) {
+      in.compressed_capacity = ref::padded_compressed_width(in.topk, static_cast<int32_t>(in.decode_compressed.cols())) +
+                               4 * uniform(rng, 0, 2) + (chance(20) ? uniform(rng, 1, 3) : 0);  // not always a multiple of 4
+    }
+    return in;
+  });
+}
+
+rc::Gen<PersistentBuildCase> gen_persistent_build(BuildLimits limits, bool broken_metadata) {
+  limits.corrupt = false;  // the metadata is what breaks here
+  return rc::gen::exec([limits, broken_metadata] {
+    const ref::BuilderInputs step = *gen_engine_builder_inputs(limits);
+    std::mt19937_64 rng(content_seed());
+    const auto any = [&rng](int32_t hi) { return std::uniform_int_distribution<int32_t>(0, hi)(rng); };
+    const ExtraCapacity extra{any(4), any(2), any(3), any(2)};
+    PersistentBuildCase c{with_capacity(step, extra, rng), {}};
+    if (broken_metadata) c.corruption = corrupt_metadata(c.build, rng);
+    return c;
   });
 }
 
@@ -686,6 +812,16 @@ std::string describe(const ref::BuilderInputs& in) {
     << (in.decode_local ? " local" : " global") << (in.decode_compressed_lens ? " lens" : "")
     << (in.decode_valid ? " valid" : "") << " swaB=" << in.swa.block_size
     << (in.compressed ? " cB=" + std::to_string(in.compressed->block_size) : std::string(" no-compressed"));
+  // SPEC §7, where given.
+  for (const auto& [name, cache] : {std::pair<const char*, const ref::PagedCache*>{"swa", &in.swa},
+                                    {"c", in.compressed ? &*in.compressed : nullptr}}) {
+    if (cache == nullptr) continue;
+    if (cache->block_span) s << " " << name << "S=" << *cache->block_span;
+    if (cache->base_offset != 0) s << " " << name << "O=" << cache->base_offset;
+    if (cache->block_table.rows() > in.seq_lens.size()) s << " " << name << "rows=" << cache->block_table.rows();
+  }
+  if (in.row_capacity) s << " Tcap=" << *in.row_capacity;
+  if (in.compressed_capacity) s << " Pcap=" << *in.compressed_capacity;
   return s.str();
 }
 

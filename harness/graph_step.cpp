@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <stdexcept>
 #include <string>
 
 #include "harness/compare_build.h"
@@ -34,7 +35,54 @@ void upload_to(opt::BackendBuffer* buffer, const T* data, size_t count) {
   buffer->copy_from_host(data, count * sizeof(T));
 }
 
+// `live` in `rows` x `cols`: -1 right of its columns, stale rows below it.
+ref::IndexMatrix padded(const ref::IndexMatrix& live, Eigen::Index rows, Eigen::Index cols) {
+  ref::IndexMatrix out = ref::IndexMatrix::Constant(rows, cols, kGarbage);
+  const Eigen::Index r = std::min(live.rows(), rows), c = std::min(live.cols(), cols);
+  out.topRows(r).setConstant(-1);
+  out.topLeftCorner(r, c) = live.topLeftCorner(r, c);
+  return out;
+}
+
+template <class T>
+void put(opt::BackendBuffer* buffer, const std::vector<T>& image) {
+  upload_to(buffer, image.data(), image.size());
+}
+
 }  // namespace
+
+PersistentStepHost graph_contents(const StepCase& c) {
+  if (!c.persistent) throw std::invalid_argument("graph_contents: the step case has no persistent buffers");
+  const PersistentStep& p = *c.persistent;
+  const ref::Step& s = c.step;
+  const int32_t D_cap = p.decode_capacity, prefill_rows = p.prefill_capacity, P_cap = p.c128a_capacity;
+  PersistentStepHost h;
+  h.sizes = p.sizes;
+  h.query_start_loc = p.query_start_loc;
+  h.seq_lens = p.seq_lens;
+  h.token_to_req = p.token_to_req;
+  h.decode_valid = p.decode_valid;
+  if (h.decode_valid.empty()) h.decode_valid.assign(static_cast<size_t>(D_cap), 1);
+  h.swa = s.swa;
+  h.c4a = s.c4a;
+  h.c128a = s.c128a;
+  h.decode_swa_indices = padded(ref::decode_swa_indices(s, c.schedule.window), D_cap, c.schedule.window);
+  const ref::C128aMetadata c128a = ref::c128a_metadata(s);
+  h.c128a_decode_global = padded(c128a.decode_global, D_cap, P_cap);
+  h.c128a_decode_lens = ref::IndexVector::Constant(D_cap, kGarbage);
+  h.c128a_decode_lens.head(std::min<Eigen::Index>(c128a.decode_lens.size(), D_cap)) =
+      c128a.decode_lens.head(std::min<Eigen::Index>(c128a.decode_lens.size(), D_cap));
+  h.c128a_prefill_local = padded(c128a.prefill_local, prefill_rows, P_cap);
+  for (int32_t layer = 0; layer < c.schedule.num_layers(); ++layer) {
+    if (ref::layer_kind_from_ratio(c.schedule.compress_ratios[static_cast<size_t>(layer)]) != ref::LayerKind::kC4A)
+      continue;
+    const ref::C4aIndexerOutput& out = p.c4a_per_layer.at(static_cast<size_t>(layer));
+    h.c4a_decode_local.push_back(out.decode_local);
+    h.c4a_prefill_topk.push_back(out.prefill_topk);
+    h.c4a_topk.push_back(c4a_topk(c.layout, layer, c.schedule.c4a_topk));
+  }
+  return h;
+}
 
 opt::BackendBuffer* GraphStepBuffers::buffer(size_t bytes) {
   buffers_.emplace_back(backend_, std::max<size_t>(bytes, 4));
@@ -46,7 +94,8 @@ GraphStepBuffers::GraphStepBuffers(opt::Backend backend, const ref::ModelSchedul
     : backend_(backend), schedule_(schedule), capacities_(capacities) {
   const GraphCapacities& c = capacities;
   const int32_t W = schedule.window, T_cap = c.tokens, R_cap = c.requests;
-  c128a_width_ = div_up(div_up(c.max_context, 128), 128) * 128;  // max_compressed (SPEC §6)
+  const int32_t c128a_width = div_up(div_up(c.max_context, 128), 128) * 128;  // max_compressed (SPEC §6)
+  const auto c4a_count = static_cast<size_t>(schedule.count(ref::LayerKind::kC4A));
   std::mt19937_64 rng(1);
   host_.query_start_loc = ref::IndexVector::Constant(R_cap + 1, -kGarbage);
   host_.seq_lens = ref::IndexVector::Constant(R_cap, kGarbage);
@@ -56,78 +105,112 @@ GraphStepBuffers::GraphStepBuffers(opt::Backend backend, const ref::ModelSchedul
   host_.c4a = garbage_cache(c.table_rows, c.max_context / 4 / kC4aBlock + 1, kC4aBlock, rng);
   host_.c128a = garbage_cache(c.table_rows, c.max_context / 128 / kC128aBlock + 1, kC128aBlock, rng);
   host_.decode_swa_indices = garbage(T_cap, W);
-  host_.c128a_decode_global = garbage(T_cap, c128a_width_);
+  host_.c128a_decode_global = garbage(T_cap, c128a_width);
   host_.c128a_decode_lens = ref::IndexVector::Constant(T_cap, kGarbage);
-  host_.c4a_decode_local.assign(static_cast<size_t>(schedule.count(ref::LayerKind::kC4A)), garbage(T_cap, schedule.c4a_topk));
+  host_.c128a_prefill_local = ref::IndexMatrix(0, c128a_width);  // decode steps only
+  host_.c4a_decode_local.assign(c4a_count, garbage(T_cap, schedule.c4a_topk));
+  host_.c4a_prefill_topk.assign(c4a_count, ref::IndexMatrix(0, schedule.c4a_topk));
+  host_.c4a_topk.assign(c4a_count, schedule.c4a_topk);
+  stage();
+}
+
+GraphStepBuffers::GraphStepBuffers(opt::Backend backend, const StepCase& c)
+    : backend_(backend),
+      schedule_(c.schedule),
+      layout_(c.layout),
+      output_row_padding_(c.persistent ? c.persistent->output_row_padding : 0),
+      host_(graph_contents(c)) {
+  stage();
+}
+
+void GraphStepBuffers::stage() {
+  const PersistentStepHost& h = host_;
+  const int32_t W = schedule_.window;
+  const auto T_cap = static_cast<int32_t>(h.token_to_req.size());
+  const auto matrix = [&](const ref::IndexMatrix& m, MatrixLayout layout, Placed& placed) {
+    const auto image_ints = static_cast<size_t>(layout.misalign + m.rows() * (m.cols() + layout.row_padding));
+    placed = Placed{buffer(image_ints * 4), layout};  // what strided_image(m, layout) fills
+    return opt::Int32Matrix{static_cast<const int32_t*>(placed.buffer->data()) + layout.misalign,
+                            static_cast<int32_t>(m.rows()), static_cast<int32_t>(m.cols()),
+                            m.cols() + layout.row_padding};
+  };
+  const auto table = [&](const ref::PagedCache& cache, const TableLayout& t, Placed& placed) {
+    const opt::Int32Matrix rows = matrix(cache.block_table, MatrixLayout{t.row_padding, 0}, placed);
+    opt::PagedCacheView view;
+    view.block_table = rows.data;
+    view.num_rows = rows.rows;
+    view.blocks_per_row = rows.cols;
+    view.row_stride = rows.row_stride;
+    view.block_size = cache.block_size;
+    view.block_span = cache.span();
+    view.base_offset = cache.base_offset;
+    return view;
+  };
 
   sizes_ = buffer(sizeof(opt::StepSizes));
   statuses_ = buffer(opt::kLayerKinds * sizeof(opt::MetadataStatus));
-  query_start_loc_ = buffer(static_cast<size_t>(R_cap + 1) * 4);
-  seq_lens_ = buffer(static_cast<size_t>(R_cap) * 4);
+  query_start_loc_ = buffer(static_cast<size_t>(h.query_start_loc.size()) * 4);
+  seq_lens_ = buffer(static_cast<size_t>(h.seq_lens.size()) * 4);
   token_to_req_ = buffer(static_cast<size_t>(T_cap) * 4);
-  decode_valid_ = buffer(static_cast<size_t>(T_cap));
-  const auto table = [&](const ref::PagedCache& cache, opt::BackendBuffer*& storage) {
-    storage = buffer(static_cast<size_t>(cache.block_table.size()) * 4);
-    opt::PagedCacheView view;
-    view.block_table = static_cast<const int32_t*>(storage->data());
-    view.num_rows = static_cast<int32_t>(cache.block_table.rows());
-    view.blocks_per_row = static_cast<int32_t>(cache.block_table.cols());
-    view.block_size = cache.block_size;
-    return view;
-  };
-  const auto matrix = [&](const ref::IndexMatrix& m, opt::BackendBuffer*& storage) {
-    storage = buffer(static_cast<size_t>(m.size()) * 4);
-    return opt::Int32Matrix{static_cast<const int32_t*>(storage->data()), static_cast<int32_t>(m.rows()),
-                            static_cast<int32_t>(m.cols()), m.cols()};
-  };
+  decode_valid_ = buffer(h.decode_valid.size());
+  c128a_lens_ = buffer(static_cast<size_t>(h.c128a_decode_lens.size()) * 4);
 
   opt::StepInputs& step = spec_.capacities;
-  step.num_requests = R_cap;
+  step.num_requests = static_cast<int32_t>(h.seq_lens.size());
   step.num_tokens = T_cap;
-  step.num_decode_tokens = T_cap;
+  step.num_decode_tokens = static_cast<int32_t>(h.decode_swa_indices.rows());
   step.window = W;
   step.query_start_loc = static_cast<const int32_t*>(query_start_loc_->data());
   step.seq_lens = static_cast<const int32_t*>(seq_lens_->data());
   step.token_to_req = static_cast<const int32_t*>(token_to_req_->data());
-  step.decode_valid = static_cast<const uint8_t*>(decode_valid_->data());
-  step.swa = table(host_.swa, swa_table_);
-  step.c4a = table(host_.c4a, c4a_table_);
-  step.c128a = table(host_.c128a, c128a_table_);
-  step.decode_swa_indices = matrix(host_.decode_swa_indices, decode_swa_);
-  step.c128a_topk = c128a_width_;
-  step.c128a_decode_global = matrix(host_.c128a_decode_global, c128a_global_);
-  c128a_lens_ = buffer(static_cast<size_t>(T_cap) * 4);
-  step.c128a_decode_lens = static_cast<const int32_t*>(c128a_lens_->data());
-  step.c128a_prefill_local = opt::Int32Matrix{nullptr, 0, c128a_width_, c128a_width_};  // decode steps only
-  for (const ref::IndexMatrix& picks : host_.c4a_decode_local) {
+  if (!layout_.drop_decode_valid) step.decode_valid = static_cast<const uint8_t*>(decode_valid_->data());
+  step.swa = table(h.swa, layout_.swa_table, swa_table_);
+  if (!layout_.drop_c4a_table) step.c4a = table(h.c4a, layout_.c4a_table, c4a_table_);  // else the SWA table
+  if (!layout_.drop_c128a_table) step.c128a = table(h.c128a, layout_.c128a_table, c128a_table_);
+  step.decode_swa_indices = matrix(h.decode_swa_indices, layout_.decode_swa_indices, decode_swa_);
+  const auto P_cap = static_cast<int32_t>(h.c128a_decode_global.cols());
+  step.c128a_topk = P_cap;  // SPEC §7: C128A recorded at its capacity
+  step.c128a_decode_global = matrix(h.c128a_decode_global, layout_.c128a_decode_global, c128a_global_);
+  if (!layout_.drop_c128a_decode_lens) step.c128a_decode_lens = static_cast<const int32_t*>(c128a_lens_->data());
+  step.c128a_prefill_local = matrix(h.c128a_prefill_local, layout_.c128a_prefill_local, c128a_prefill_);
+
+  c4a_layers_.clear();
+  for (int32_t layer = 0; layer < schedule_.num_layers(); ++layer)
+    if (ref::layer_kind_from_ratio(schedule_.compress_ratios[static_cast<size_t>(layer)]) == ref::LayerKind::kC4A)
+      c4a_layers_.push_back(layer);
+  c4a_decode_.resize(c4a_layers_.size());
+  c4a_prefill_.resize(c4a_layers_.size());
+  for (size_t k = 0; k < c4a_layers_.size(); ++k) {
     opt::C4aLayerInputs layer;
-    layer.topk = schedule.c4a_topk;
-    opt::BackendBuffer* storage = nullptr;
-    layer.decode_local = matrix(picks, storage);
-    layer.prefill_topk = opt::Int32Matrix{nullptr, 0, schedule.c4a_topk, schedule.c4a_topk};
-    c4a_decode_buffers_.push_back(storage);
+    layer.topk = h.c4a_topk.at(k);
+    layer.decode_local = matrix(h.c4a_decode_local.at(k), layer_entry(layout_.c4a_decode_local, c4a_layers_[k]), c4a_decode_[k]);
+    layer.prefill_topk = matrix(h.c4a_prefill_topk.at(k), layer_entry(layout_.c4a_prefill_topk, c4a_layers_[k]), c4a_prefill_[k]);
     spec_.c4a.push_back(layer);
   }
-  spec_.compress_ratios = schedule.compress_ratios;
+  spec_.compress_ratios = schedule_.compress_ratios;
   spec_.run_time_sizes = static_cast<const opt::StepSizes*>(sizes_->data());
   spec_.statuses = static_cast<opt::MetadataStatus*>(statuses_->data());
-  // Outputs with rows 4 wider than the build: a stride other than the width.
+  // Outputs with rows wider than the build (a stride other than the width), every element
+  // 0x5a5a5a5a until a replay writes it: what a build leaves unwritten shows.
   const auto output = [&](int32_t width) {
-    const int64_t stride = (width + 3) / 4 * 4 + 4;
+    const int64_t stride = (width + 3) / 4 * 4 + output_row_padding_;
     opt::BackendBuffer* indices = buffer(static_cast<size_t>(T_cap * stride) * 4);
     opt::BackendBuffer* lens = buffer(static_cast<size_t>(T_cap) * 4);
+    put(indices, std::vector<int32_t>(indices->bytes() / 4, 0x5a5a5a5a));
+    put(lens, std::vector<int32_t>(lens->bytes() / 4, 0x5a5a5a5a));
     return output_view(*indices, *lens, stride);
   };
   spec_.outputs.swa_only = output(W);
-  spec_.outputs.c128a = output(W + c128a_width_);
-  for (size_t k = 0; k < spec_.c4a.size(); ++k) {
-    spec_.outputs.c4a.push_back(output(W + opt::padded_compressed_width(schedule.c4a_topk, schedule.c4a_topk)));
+  spec_.outputs.c128a = output(W + opt::padded_compressed_width(P_cap, P_cap));
+  for (const opt::C4aLayerInputs& layer : spec_.c4a) {
+    spec_.outputs.c4a.push_back(output(W + opt::padded_compressed_width(layer.topk, layer.decode_local.cols)));
   }
   upload();
 }
 
 void GraphStepBuffers::draw_decode_step(std::mt19937_64& rng, int32_t requests, int32_t context) {
-  const GraphCapacities& c = capacities_;
+  if (!capacities_) throw std::logic_error("draw_decode_step: these buffers hold a step case, not decode-step capacities");
+  const GraphCapacities& c = *capacities_;
   const auto uniform = [&](int32_t lo, int32_t hi) { return std::uniform_int_distribution<int32_t>(lo, hi)(rng); };
   // The live step as the reference sees it: R decode requests of 1 or 2 tokens (speculative).
   ref::Step step;
@@ -188,19 +271,25 @@ void GraphStepBuffers::upload() {
   upload_to(seq_lens_, host_.seq_lens.data(), static_cast<size_t>(host_.seq_lens.size()));
   upload_to(token_to_req_, host_.token_to_req.data(), static_cast<size_t>(host_.token_to_req.size()));
   upload_to(decode_valid_, host_.decode_valid.data(), host_.decode_valid.size());
-  upload_to(swa_table_, host_.swa.block_table.data(), static_cast<size_t>(host_.swa.block_table.size()));
-  upload_to(c4a_table_, host_.c4a.block_table.data(), static_cast<size_t>(host_.c4a.block_table.size()));
-  upload_to(c128a_table_, host_.c128a.block_table.data(), static_cast<size_t>(host_.c128a.block_table.size()));
-  upload_to(decode_swa_, host_.decode_swa_indices.data(), static_cast<size_t>(host_.decode_swa_indices.size()));
-  upload_to(c128a_global_, host_.c128a_decode_global.data(), static_cast<size_t>(host_.c128a_decode_global.size()));
   upload_to(c128a_lens_, host_.c128a_decode_lens.data(), static_cast<size_t>(host_.c128a_decode_lens.size()));
-  for (size_t k = 0; k < host_.c4a_decode_local.size(); ++k) {
-    upload_to(c4a_decode_buffers_[k], host_.c4a_decode_local[k].data(), static_cast<size_t>(host_.c4a_decode_local[k].size()));
+  const auto place = [](const Placed& at, const ref::IndexMatrix& m) {
+    if (at.buffer != nullptr) put(at.buffer, strided_image(m, at.layout));
+  };
+  place(swa_table_, host_.swa.block_table);
+  place(c4a_table_, host_.c4a.block_table);
+  place(c128a_table_, host_.c128a.block_table);
+  place(decode_swa_, host_.decode_swa_indices);
+  place(c128a_global_, host_.c128a_decode_global);
+  place(c128a_prefill_, host_.c128a_prefill_local);
+  for (size_t k = 0; k < c4a_decode_.size(); ++k) {
+    place(c4a_decode_[k], host_.c4a_decode_local[k]);
+    place(c4a_prefill_[k], host_.c4a_prefill_topk[k]);
   }
 }
 
 ref::BuilderInputs GraphStepBuffers::reference_inputs(int32_t layer) const {
-  const int32_t T_cap = capacities_.tokens;
+  const auto T_cap = static_cast<int32_t>(host_.token_to_req.size());
+  const auto P_cap = static_cast<int32_t>(host_.c128a_decode_global.cols());
   ref::BuilderInputs in;
   in.window = schedule_.window;
   in.query_start_loc = host_.query_start_loc;
@@ -215,22 +304,21 @@ ref::BuilderInputs GraphStepBuffers::reference_inputs(int32_t layer) const {
       break;
     case ref::LayerKind::kC128A:
       in.ratio = 128;
-      in.topk = c128a_width_;  // P_cap (SPEC §7)
+      in.topk = P_cap;  // SPEC §7
       in.decode_compressed = host_.c128a_decode_global;
-      in.decode_compressed_lens = host_.c128a_decode_lens;
-      in.prefill_topk = ref::IndexMatrix(0, c128a_width_);
-      in.compressed = host_.c128a;
+      if (!layout_.drop_c128a_decode_lens) in.decode_compressed_lens = host_.c128a_decode_lens;
+      in.prefill_topk = host_.c128a_prefill_local;
+      if (!layout_.drop_c128a_table) in.compressed = host_.c128a;
       break;
     case ref::LayerKind::kC4A: {
-      int32_t c4a_layer = 0;
-      for (int32_t l = 0; l < layer; ++l) c4a_layer += ref::layer_kind_from_ratio(schedule_.compress_ratios[static_cast<size_t>(l)]) == ref::LayerKind::kC4A;
+      const auto k = static_cast<size_t>(std::find(c4a_layers_.begin(), c4a_layers_.end(), layer) - c4a_layers_.begin());
       in.ratio = 4;
-      in.topk = schedule_.c4a_topk;
-      in.decode_compressed = host_.c4a_decode_local[static_cast<size_t>(c4a_layer)];
+      in.topk = host_.c4a_topk.at(k);
+      in.decode_compressed = host_.c4a_decode_local.at(k);
       in.decode_local = true;
-      in.decode_valid = host_.decode_valid;
-      in.prefill_topk = ref::IndexMatrix(0, schedule_.c4a_topk);
-      in.compressed = host_.c4a;
+      if (!layout_.drop_decode_valid) in.decode_valid = host_.decode_valid;
+      in.prefill_topk = host_.c4a_prefill_topk.at(k);
+      if (!layout_.drop_c4a_table) in.compressed = host_.c4a;
       break;
     }
   }
@@ -244,7 +332,7 @@ opt::MetadataStatus GraphStepBuffers::status(opt::LayerKind kind) const {
 }
 
 std::vector<Mismatch> replay_and_compare(opt::StepGraph& graph, GraphStepBuffers& buffers,
-                                         const ref::ModelSchedule& schedule) {
+                                         const ref::ModelSchedule& schedule, bool valid_step) {
   (void)graph.content_errors();  // only this replay's
   graph.replay();
   const int64_t errors = graph.content_errors();  // CUDA: waits for the replay
@@ -283,6 +371,14 @@ std::vector<Mismatch> replay_and_compare(opt::StepGraph& graph, GraphStepBuffers
       kind_checked[static_cast<int>(opt_kind)] = true;
       const opt::MetadataStatus s = buffers.status(opt_kind);
       const ref::MetadataStatus& w = want.status;
+      if (valid_step && w.check != ref::MetadataCheck::kNone) {
+        Mismatch m = where;
+        m.backend = "reference";
+        m.what = "metadata status on a valid step";
+        m.detail = "the reference's checks found " + ref::describe(w) +
+                   " in the persistent buffers of a valid step (for a generated step: a generator bug)";
+        mismatches.push_back(m);
+      }
       if (s.check != static_cast<int32_t>(w.check) || s.row != w.row || s.value != w.value ||
           s.failures != static_cast<uint32_t>(w.failures) ||
           s.field != static_cast<int32_t>(kernels::metadata_field(static_cast<kernels::MetadataCheck>(w.check)))) {
@@ -295,6 +391,14 @@ std::vector<Mismatch> replay_and_compare(opt::StepGraph& graph, GraphStepBuffers
         mismatches.push_back(where);
       }
     }
+  }
+  if (valid_step && want_errors != 0) {
+    Mismatch m;
+    m.backend = "reference";
+    m.path = "graph replay";
+    m.what = "content errors on a valid step";
+    m.actual = want_errors;
+    mismatches.push_back(m);
   }
   if (errors != want_errors) {
     Mismatch m;

@@ -79,4 +79,32 @@ StepFootprint check_step_resources(const ref::Step& step, const ref::ModelSchedu
   return f;
 }
 
+void check_persistent_resources(const PersistentStep& p, const ref::ModelSchedule& schedule,
+                                const ResourceLimits& limits, const std::string& where) {
+  const int64_t T_cap = p.token_capacity();
+  uint64_t bytes = 0;
+  for (int32_t l = 0; l < schedule.num_layers(); ++l) {
+    const ref::LayerKind kind = ref::layer_kind_from_ratio(schedule.compress_ratios[static_cast<size_t>(l)]);
+    int64_t P = 0;
+    if (kind == ref::LayerKind::kC128A) P = p.c128a_capacity;
+    if (kind == ref::LayerKind::kC4A) {
+      const int64_t kd = static_cast<size_t>(l) < p.c4a_per_layer.size() ? p.c4a_per_layer[static_cast<size_t>(l)].decode_local.cols() : 0;
+      P = std::max<int64_t>(schedule.c4a_topk, kd);
+    }
+    const int64_t width = int64_t{schedule.window} + (P + 3) / 4 * 4;
+    if (width > limits.max_row_width) {
+      throw InputError(where + ": layer " + std::to_string(l) + " (" + ref::layer_kind_name(kind) +
+                       ") of the step graph: output rows of " + std::to_string(width) + " columns (C128A at P_cap = " +
+                       std::to_string(p.c128a_capacity) + "), above the limit of " + std::to_string(limits.max_row_width) +
+                       " (max_row_width)");
+    }
+    bytes += static_cast<uint64_t>(T_cap) * static_cast<uint64_t>(width + p.output_row_padding + 1) * 4;
+    if (bytes > limits.max_step_output_bytes) {
+      throw InputError(where + ": the step graph's outputs of T_cap = " + std::to_string(T_cap) + " rows reach " +
+                       format_bytes(bytes) + " by layer " + std::to_string(l) + ", above the limit of " +
+                       format_bytes(limits.max_step_output_bytes) + " (--max-step-bytes)");
+    }
+  }
+}
+
 }  // namespace dsv4::harness

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/step_case.h"
 #include "reference/model_schedule.h"
 
 namespace dsv4::harness {
@@ -38,6 +39,12 @@ struct StepFootprint {
 StepFootprint check_step_resources(const ref::Step& step, const ref::ModelSchedule& schedule,
                                    const std::vector<ref::C4aIndexerOutput>& c4a_per_layer,
                                    const ResourceLimits& limits, const std::string& where);
+
+// The step graph of a step in persistent buffers (SPEC §7): every layer's caller-owned output
+// at T_cap rows of its capacity width (C128A: W + P_cap) plus the row padding, against the same
+// limits.
+void check_persistent_resources(const PersistentStep& persistent, const ref::ModelSchedule& schedule,
+                                const ResourceLimits& limits, const std::string& where);
 
 // "1073741824 bytes (1.0 GiB)".
 std::string format_bytes(uint64_t bytes);

@@ -29,7 +29,25 @@ void print_matrix(std::ostream& os, const char* name, const ref::IndexMatrix& m)
   }
 }
 
+// "64x3" or, with SPEC §7 addressing, "64x3 span 70 offset 1000".
+std::string cache_text(const ref::PagedCache& cache) {
+  std::ostringstream os;
+  os << cache.block_size << "x" << cache.block_table.cols();
+  if (cache.block_span) os << " span " << *cache.block_span;
+  if (cache.base_offset != 0) os << " offset " << cache.base_offset;
+  return os.str();
+}
+
 }  // namespace
+
+std::string describe(const PersistentStep& p) {
+  std::ostringstream os;
+  os << "persistent buffers: T_cap " << p.token_capacity() << " D_cap " << p.decode_capacity << " R_cap "
+     << p.request_capacity() << " prefill rows " << p.prefill_capacity << " C128A P_cap " << p.c128a_capacity
+     << " output row padding " << p.output_row_padding << ", run-time sizes T " << p.sizes.num_tokens << " D "
+     << p.sizes.num_decode_tokens << " R " << p.sizes.num_requests;
+  return os.str();
+}
 
 std::string describe(const StepCase& c) {
   const ref::Step& s = c.step;
@@ -39,11 +57,10 @@ std::string describe(const StepCase& c) {
      << c.schedule.count(ref::LayerKind::kC4A) << " C4A, "
      << c.schedule.count(ref::LayerKind::kC128A) << " C128A) window " << c.schedule.window
      << " c4a_topk " << c.schedule.c4a_topk << "; R " << s.num_requests() << " T "
-     << s.num_tokens() << " D " << s.num_decode_tokens << "; blocks swa " << s.swa.block_size
-     << "x" << s.swa.block_table.cols() << " c4a " << s.c4a.block_size << "x"
-     << s.c4a.block_table.cols() << " c128a " << s.c128a.block_size << "x"
-     << s.c128a.block_table.cols() << "; max_model_len " << s.max_model_len << "; layout "
-     << describe(c.layout);
+     << s.num_tokens() << " D " << s.num_decode_tokens << "; blocks swa " << cache_text(s.swa) << " c4a "
+     << cache_text(s.c4a) << " c128a " << cache_text(s.c128a) << "; max_model_len " << s.max_model_len
+     << "; layout " << describe(c.layout);
+  if (c.persistent) os << "; " << describe(*c.persistent);
   return os.str();
 }
 

@@ -241,6 +241,12 @@ void print_summary_table(std::ostream& os, const DifferentialSummary& s, double 
     row(b.backend, n(b.steps), n(b.layers), n(b.calls_uncached), cached, n(b.mismatches),
         n(b.content_errors));
   }
+  // SPEC §7 engine layouts: how many steps used them, and the graph path's builds per backend.
+  os << "  SPEC §7: " << s.engine.graph << " of " << s.steps
+     << " steps also in persistent buffers, recorded as a step graph and replayed with run-time sizes (builds:";
+  for (const BackendTotals& b : s.backends) os << " " << b.backend << " " << b.calls_graph;
+  os << "); " << s.engine.spans_offsets << " with block spans or base offsets; " << s.engine.persistent_tables
+     << " with block tables past R or strided\n";
   os << "  result: " << (!result.empty() ? result : s.ok() ? "PASS" : "FAIL") << ", " << s.mismatches() << " mismatch(es) in "
      << s.steps << " steps, " << std::fixed << std::setprecision(1) << seconds << " s\n";
 }

@@ -68,7 +68,9 @@ struct VerifyResult {
 VerifyResult run_verify(const VerifyOptions& options, std::ostream& progress);
 
 // The summary table: per backend (and the reference) steps, layers, builder calls uncached
-// vs cached, mismatches, content errors; then the result: PASS/FAIL, or `result` if given.
+// vs cached, mismatches, content errors; a line on the SPEC §7 engine layouts (steps taking
+// the graph path and its builds per backend, steps with spans or offsets, with persistent
+// tables); then the result: PASS/FAIL, or `result` if given.
 void print_summary_table(std::ostream& os, const DifferentialSummary& summary, double seconds,
                          const std::string& result = "");
 

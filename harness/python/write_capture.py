@@ -20,12 +20,21 @@ STEP_FILES = ("query_start_loc", "seq_lens", "token_to_req", "decode_valid",
               "swa_block_table", "c4a_block_table", "c128a_block_table")
 STEP_SCALARS = ("num_decode_tokens", "max_model_len", "swa_block_size", "c4a_block_size",
                 "c128a_block_size")
+# Version 2 (SPEC §7), each optional: per cache, its block span, base offset and the table's
+# row stride in its persistent buffer.
+STEP_V2_SCALARS = tuple(f"{cache}_{field}" for cache in ("swa", "c4a", "c128a")
+                        for field in ("block_span", "base_offset", "table_row_stride"))
+ENGINE_FIELDS = ("num_tokens", "num_requests", "decode_capacity", "prefill_capacity",
+                 "c128a_capacity", "output_row_padding")
 
 
-def write_capture(out_dir, schedule, step, c4a_layers):
+def write_capture(out_dir, schedule, step, c4a_layers, engine=None):
     """schedule: {name, compress_ratios, window, c4a_topk, main_block_size};
-    step: the STEP_FILES arrays and STEP_SCALARS ints;
-    c4a_layers: {layer: (decode_local [D, K], prefill_topk [T-D, K])} for the C4A layers."""
+    step: the STEP_FILES arrays and STEP_SCALARS ints (and any STEP_V2_SCALARS);
+    c4a_layers: {layer: (decode_local [D, K], prefill_topk [T-D, K])} for the C4A layers;
+    engine: None, or the ENGINE_FIELDS ints when the arrays are an engine's persistent
+    buffers (SPEC §7: capacity-shaped, the step at their head; C4A decode_local then has
+    decode_capacity rows and prefill_topk prefill_capacity rows)."""
     os.makedirs(out_dir, exist_ok=True)
     files = {}
     for name in STEP_FILES:
@@ -39,9 +48,12 @@ def write_capture(out_dir, schedule, step, c4a_layers):
             entry[key] = f"c4a_layer{layer:02d}_{key}.npy"
             np.save(os.path.join(out_dir, entry[key]), np.ascontiguousarray(array, dtype=np.int32))
         layers.append(entry)
-    manifest = {"format": "dsv4-step-capture", "version": 1, "schedule": schedule,
-                "step": {k: int(step[k]) for k in STEP_SCALARS}, "files": files,
-                "c4a_layers": layers}
+    v2 = {k: int(step[k]) for k in STEP_V2_SCALARS if k in step}
+    manifest = {"format": "dsv4-step-capture", "version": 2 if v2 or engine else 1,
+                "schedule": schedule, "step": {**{k: int(step[k]) for k in STEP_SCALARS}, **v2},
+                "files": files, "c4a_layers": layers}
+    if engine:
+        manifest["engine"] = {k: int(engine[k]) for k in ENGINE_FIELDS if k in engine}
     with open(os.path.join(out_dir, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=2)
         f.write("\n")
@@ -116,6 +128,37 @@ def indexer_outputs(step, schedule, width, rng):
     return layers
 
 
+def persistent(step, layers, rng, capacities):
+    """The step in an engine's persistent buffers (SPEC §7): every per-request and per-token array
+    and each C4A layer's indexer output grown to its capacity with stale values past the step
+    (sentinel request id -1 in the padded token rows), the tables grown by valid-looking rows."""
+    t_cap, r_cap, d_cap, p_cap, table_rows = (capacities[k] for k in (
+        "tokens", "requests", "decode", "prefill", "table_rows"))
+    num_tokens, num_requests = len(step["token_to_req"]), len(step["seq_lens"])
+    num_decode = step["num_decode_tokens"]
+    stale = lambda n, lo, hi: rng.integers(lo, hi, size=n, dtype=np.int32)
+    grow = lambda a, n, tail: np.concatenate([np.asarray(a, dtype=np.int32), tail])
+    out = dict(step)
+    out["token_to_req"] = grow(step["token_to_req"], 0, np.full(t_cap - num_tokens, -1, np.int32))
+    out["seq_lens"] = grow(step["seq_lens"], 0, stale(r_cap - num_requests, 1, 100000))
+    out["query_start_loc"] = grow(step["query_start_loc"], 0, stale(r_cap - num_requests, 0, t_cap + 8))
+    out["decode_valid"] = np.concatenate([step["decode_valid"], rng.integers(0, 2, d_cap - num_decode) > 0])
+    for name in ("swa_block_table", "c4a_block_table", "c128a_block_table"):
+        table = step[name]
+        rows = rng.integers(-1, max(int(table.max(initial=0)), 0) + 1, size=(table_rows - len(table), table.shape[1]))
+        out[name] = np.concatenate([table, rows.astype(np.int32)])
+    grown_layers = {}
+    for layer, (decode_local, prefill_topk) in layers.items():
+        k = decode_local.shape[1]
+        grown_layers[layer] = (
+            np.concatenate([decode_local, rng.integers(-2, 1000, (d_cap - len(decode_local), k), dtype=np.int32)]),
+            np.concatenate([prefill_topk, rng.integers(-2, 1000, (p_cap - len(prefill_topk), k), dtype=np.int32)]))
+    engine = {"num_tokens": num_tokens, "num_requests": num_requests, "decode_capacity": d_cap,
+              "prefill_capacity": p_cap, "c128a_capacity": capacities["c128a"],
+              "output_row_padding": capacities.get("output_row_padding", 0)}
+    return out, grown_layers, engine
+
+
 def examples():
     rng = np.random.default_rng(20260601)
     # Flash, mixed: decode request 0 (1 token), speculative decode request 1 (3 tokens, the
@@ -130,6 +173,21 @@ def examples():
     pro = pro_schedule()
     prefill = make_step([(16, 16), (12, 128)], [], rng)
     yield "capture_pro_prefill", pro, prefill, indexer_outputs(prefill, pro, 32, rng)
+    # Flash in an engine's persistent buffers (SPEC §7, format version 2): a decode request, a
+    # speculative one with a padding token and a 3-token prefill chunk after 200, at capacities
+    # T_cap 10, D_cap 5, 6 prefill rows, R_cap 5, tables of 8 rows; packed pools (SWA span 80
+    # and offset 4096, C4A span 96, C128A offset 2^31 - 1000: its largest slot stays int32);
+    # the SWA table's rows 3 int32 apart; C128A recorded at P_cap = max_compressed = 8192;
+    # output rows 8 wider.
+    engine_step = make_step([(1, 300), (2, 190), (3, 203)], [1, 1, 0], rng)
+    engine_step.update({"swa_block_span": 80, "swa_base_offset": 4096, "c4a_block_span": 96,
+                        "c128a_base_offset": 2**31 - 1000,
+                        "swa_table_row_stride": engine_step["swa_block_table"].shape[1] + 3})
+    layers = indexer_outputs(engine_step, flash, 76, rng)
+    buffers, grown_layers, engine = persistent(engine_step, layers, rng, {
+        "tokens": 10, "requests": 5, "decode": 5, "prefill": 6, "table_rows": 8, "c128a": 8192,
+        "output_row_padding": 8})
+    yield "capture_flash_engine", flash, buffers, grown_layers, engine
 
 
 def check_with_numpy_load(out_dir, step, c4a_layers):
@@ -152,9 +210,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out_root", help="directory that receives the example capture folders")
     args = parser.parse_args()
-    for name, schedule, step, c4a_layers in examples():
+    for name, schedule, step, c4a_layers, *engine in examples():
         out_dir = os.path.join(args.out_root, name)
-        write_capture(out_dir, schedule, step, c4a_layers)
+        write_capture(out_dir, schedule, step, c4a_layers, *engine)
         print(out_dir)
         check_with_numpy_load(out_dir, step, c4a_layers)
 

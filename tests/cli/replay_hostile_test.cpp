@@ -22,9 +22,116 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }
 
 TEST(ReplayHostile, ShippedCapturesPass) {
-  for (const char* name : {"capture_flash_mixed", "capture_flash_decode", "capture_pro_prefill"}) {
+  for (const char* name : {"capture_flash_mixed", "capture_flash_decode", "capture_pro_prefill", "capture_flash_engine"}) {
     const CliRun r = dsv4({"replay", shipped(name), "--backend", "host"});
     EXPECT_EQ(r.code, kExitPass) << name << "\n" << r.all();
+  }
+  // The engine capture (SPEC §7, version 2) also went through the step graph.
+  const CliRun engine = dsv4({"replay", shipped("capture_flash_engine"), "--backend", "host"});
+  EXPECT_CONTAINS(engine.out, "persistent buffers: T_cap 10 D_cap 5 R_cap 5 prefill rows 6 C128A P_cap 8192");
+  EXPECT_CONTAINS(engine.out, "SPEC §7: 1 of 1 steps also in persistent buffers, recorded as a step graph and "
+                              "replayed with run-time sizes (builds: host 23)");
+}
+
+// SPEC §7 captures (format version 2) broken one field at a time: invalid input naming it.
+TEST(ReplayHostile, EngineCaptureFieldsOutOfRangeAreInvalidInputNamingTheField) {
+  const struct {
+    const char* pointer;
+    nlohmann::json value;
+    std::vector<std::string> parts;
+  } cases[] = {
+      {"/version", 1, {"field 'step.swa_block_span'", "a version 2 field (SPEC §7) in a version 1 manifest"}},
+      {"/step/swa_block_span", 63, {"field 'step.swa_block_span'", "63 is outside [64,"}},
+      {"/step/c4a_base_offset", 2147483648LL, {"field 'step.c4a_base_offset'", "does not fit int32"}},
+      {"/step/swa_table_row_stride", 6, {"field 'step.swa_table_row_stride'", "6 is below the 7 columns"}},
+      {"/step/swa_table_row_stride", 2147483647,
+       {"field 'step.swa_table_row_stride'", "above the limit of", "(--max-capture-bytes)"}},
+      {"/step/num_decode_tokens", 6, {"field 'step.num_decode_tokens'", "6 is above engine.decode_capacity = 5"}},
+      {"/engine", 5, {"field 'engine'", "expected an object"}},
+      {"/engine/num_tokens", 11, {"field 'engine.num_tokens'", "11 is above T_cap = 10"}},
+      {"/engine/num_tokens", 5,
+       {"query_start_loc.npy (query_start_loc)", "query_start_loc[3] = 6", "engine.num_tokens = 5"}},
+      {"/engine/num_tokens", -1, {"field 'engine.num_tokens'", "-1 is outside [0,"}},
+      {"/engine/num_requests", 6, {"field 'engine.num_requests'", "6 is above R_cap = 5"}},
+      {"/engine/decode_capacity", 11, {"field 'engine.decode_capacity'", "11 is above T_cap = 10"}},
+      {"/engine/decode_capacity", 4, {"decode_valid.npy (decode_valid)", "has 5 entries, expected engine.decode_capacity = 4"}},
+      {"/engine/prefill_capacity", 2, {"field 'engine.prefill_capacity'", "2 is below T - D = 3"}},
+      {"/engine/c128a_capacity", 127, {"field 'engine.c128a_capacity'", "127 is below the C128A effective width E = 128"}},
+      {"/engine/output_row_padding", 6, {"field 'engine.output_row_padding'", "not a multiple of 4"}},
+      {"/engine/output_row_padding", 68, {"field 'engine.output_row_padding'", "68 is outside [0, 64]"}},
+      {"/engine/c128a_capacity", "8192", {"field 'engine.c128a_capacity'", "expected an integer"}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(std::string(c.pointer) + " = " + c.value.dump());
+    CaptureCopy copy("capture_flash_engine");
+    copy.edit_manifest([&](nlohmann::json& m) { m[nlohmann::json::json_pointer(c.pointer)] = c.value; });
+    const auto start = std::chrono::steady_clock::now();
+    const CliRun r = copy.replay();
+    EXPECT_LT(seconds_since(start), 5.0);
+    EXPECT_EQ(r.code, kExitInvalidInput) << r.all();
+    for (const std::string& part : c.parts) EXPECT_CONTAINS(r.err, part);
+  }
+  for (const char* field : {"num_tokens", "num_requests", "decode_capacity", "prefill_capacity", "c128a_capacity"}) {
+    CaptureCopy copy("capture_flash_engine");
+    copy.edit_manifest([&](nlohmann::json& m) { m["engine"].erase(field); });
+    const CliRun r = copy.replay();
+    EXPECT_EQ(r.code, kExitInvalidInput) << r.all();
+    EXPECT_CONTAINS(r.err, std::string("missing field 'engine.") + field + "'");
+  }
+}
+
+// The files of an engine capture against its capacities.
+TEST(ReplayHostile, EngineCaptureFilesThatDisagreeWithTheCapacitiesAreInvalidInput) {
+  {
+    CaptureCopy c("capture_flash_engine");
+    npy::Array<int32_t> qsl = c.read_int32("query_start_loc.npy");
+    qsl.values.pop_back();
+    qsl.shape = {static_cast<int64_t>(qsl.values.size())};
+    c.write_int32("query_start_loc.npy", qsl);
+    const CliRun r = c.replay();
+    EXPECT_EQ(r.code, kExitInvalidInput) << r.all();
+    EXPECT_CONTAINS(r.err, "query_start_loc.npy (query_start_loc): structural error: has 5 entries, expected R_cap + 1 = 6");
+  }
+  {
+    CaptureCopy c("capture_flash_engine");
+    npy::Array<int32_t> table = c.read_int32("c4a_block_table.npy");
+    table.shape[0] = 4;  // R_cap is 5
+    table.values.resize(static_cast<size_t>(4 * table.shape[1]));
+    c.write_int32("c4a_block_table.npy", table);
+    const CliRun r = c.replay();
+    EXPECT_EQ(r.code, kExitInvalidInput) << r.all();
+    EXPECT_CONTAINS(r.err, "c4a_block_table.npy (c4a_block_table): structural error: has 4 rows, fewer than R_cap = 5");
+  }
+  {
+    CaptureCopy c("capture_flash_engine");
+    npy::Array<int32_t> picks = c.read_int32("c4a_layer02_decode_local.npy");
+    picks.shape[0] = 3;  // D_cap is 5
+    picks.values.resize(static_cast<size_t>(3 * picks.shape[1]));
+    c.write_int32("c4a_layer02_decode_local.npy", picks);
+    const CliRun r = c.replay();
+    EXPECT_EQ(r.code, kExitInvalidInput) << r.all();
+    EXPECT_CONTAINS(r.err, "c4a_layer02_decode_local.npy");
+    EXPECT_CONTAINS(r.err, "expected 5 rows (engine.decode_capacity, D_cap), got 3");
+  }
+  {  // The live step itself broken at its head: a structural error as in version 1.
+    CaptureCopy c("capture_flash_engine");
+    npy::Array<int32_t> seq_lens = c.read_int32("seq_lens.npy");
+    seq_lens.values[2] = 1;  // below request 2's 3 tokens
+    c.write_int32("seq_lens.npy", seq_lens);
+    const CliRun r = c.replay();
+    EXPECT_EQ(r.code, kExitInvalidInput) << r.all();
+    EXPECT_CONTAINS(r.err, "seq_lens.npy (seq_lens): structural error: seq_lens[2] = 1: below its query length");
+  }
+  {  // Past the live step nothing is read: any value there replays.
+    CaptureCopy c("capture_flash_engine");
+    npy::Array<int32_t> ttr = c.read_int32("token_to_req.npy");
+    ttr.values[9] = 1234567;
+    c.write_int32("token_to_req.npy", ttr);
+    npy::Array<int32_t> seq_lens = c.read_int32("seq_lens.npy");
+    seq_lens.values[4] = -5;
+    c.write_int32("seq_lens.npy", seq_lens);
+    const CliRun r = c.replay();
+    EXPECT_EQ(r.code, kExitPass) << r.all();
   }
 }
 

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "harness/capture.h"
@@ -128,6 +129,23 @@ inline void manifest(const uint8_t* data, size_t size) {
         broken("name");
   }
   if (m.c4a_block_size * 4 != s.main_block_size || m.c128a_block_size * 128 != s.main_block_size) broken("blocks");
+  // Version 2 (SPEC §7): spans at least their block size, strides positive, capacities and
+  // sizes non-negative, output rows 16-byte aligned; none of it in a version-1 manifest.
+  if (m.version < 1 || m.version > 2) broken("version");
+  const std::pair<const harness::Manifest::Addressing*, int32_t> caches[] = {
+      {&m.swa, m.swa_block_size}, {&m.c4a, m.c4a_block_size}, {&m.c128a, m.c128a_block_size}};
+  for (const auto& [a, block_size] : caches) {
+    if (a->block_span && *a->block_span < block_size) broken("block span below the block size");
+    if (a->table_row_stride < 0) broken("table row stride");
+    if (m.version == 1 && (a->block_span || a->base_offset != 0 || a->table_row_stride != 0)) broken("v2 field in v1");
+  }
+  if (m.engine) {
+    const harness::Manifest::Engine& e = *m.engine;
+    if (m.version == 1) broken("engine in v1");
+    if (e.num_tokens < 0 || e.num_requests < 0 || e.decode_capacity < 0 || e.prefill_capacity < 0 || e.c128a_capacity < 0)
+      broken("engine counts");
+    if (e.output_row_padding < 0 || e.output_row_padding > 64 || e.output_row_padding % 4 != 0) broken("output padding");
+  }
 }
 
 }  // namespace dsv4::fuzz

@@ -7,12 +7,15 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <tuple>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "harness/npy.h"
+#include "harness/persistent_buffers.h"
 #include "support/scratch_dir.h"
 
 namespace dsv4::harness {
@@ -103,12 +106,38 @@ void expect_same_capture(const Capture& a, const Capture& b) {
   expect_same_vector(a.step.token_to_req, b.step.token_to_req, "token_to_req");
   EXPECT_EQ(a.step.num_decode_tokens, b.step.num_decode_tokens);
   EXPECT_EQ(a.step.decode_valid, b.step.decode_valid);
-  expect_same_matrix(a.step.swa.block_table, b.step.swa.block_table, "swa");
-  EXPECT_EQ(a.step.swa.block_size, b.step.swa.block_size);
-  expect_same_matrix(a.step.c4a.block_table, b.step.c4a.block_table, "c4a");
-  EXPECT_EQ(a.step.c4a.block_size, b.step.c4a.block_size);
-  expect_same_matrix(a.step.c128a.block_table, b.step.c128a.block_table, "c128a");
-  EXPECT_EQ(a.step.c128a.block_size, b.step.c128a.block_size);
+  for (const auto& [name, ca, cb] : {std::tuple<const char*, const ref::PagedCache*, const ref::PagedCache*>{
+                                        "swa", &a.step.swa, &b.step.swa},
+                                    {"c4a", &a.step.c4a, &b.step.c4a},
+                                    {"c128a", &a.step.c128a, &b.step.c128a}}) {
+    expect_same_matrix(ca->block_table, cb->block_table, name);
+    EXPECT_EQ(ca->block_size, cb->block_size) << name;
+    EXPECT_EQ(ca->block_span, cb->block_span) << name;
+    EXPECT_EQ(ca->base_offset, cb->base_offset) << name;
+  }
+  EXPECT_EQ(a.swa_table_row_stride, b.swa_table_row_stride);
+  EXPECT_EQ(a.c4a_table_row_stride, b.c4a_table_row_stride);
+  EXPECT_EQ(a.c128a_table_row_stride, b.c128a_table_row_stride);
+  ASSERT_EQ(a.persistent.has_value(), b.persistent.has_value());
+  if (a.persistent) {
+    const PersistentStep &pa = *a.persistent, &pb = *b.persistent;
+    EXPECT_EQ(pa.sizes.num_tokens, pb.sizes.num_tokens);
+    EXPECT_EQ(pa.sizes.num_decode_tokens, pb.sizes.num_decode_tokens);
+    EXPECT_EQ(pa.sizes.num_requests, pb.sizes.num_requests);
+    expect_same_vector(pa.query_start_loc, pb.query_start_loc, "persistent query_start_loc");
+    expect_same_vector(pa.seq_lens, pb.seq_lens, "persistent seq_lens");
+    expect_same_vector(pa.token_to_req, pb.token_to_req, "persistent token_to_req");
+    EXPECT_EQ(pa.decode_valid, pb.decode_valid);
+    EXPECT_EQ(pa.decode_capacity, pb.decode_capacity);
+    EXPECT_EQ(pa.prefill_capacity, pb.prefill_capacity);
+    EXPECT_EQ(pa.c128a_capacity, pb.c128a_capacity);
+    EXPECT_EQ(pa.output_row_padding, pb.output_row_padding);
+    ASSERT_EQ(pa.c4a_per_layer.size(), pb.c4a_per_layer.size());
+    for (size_t l = 0; l < pa.c4a_per_layer.size(); ++l) {
+      expect_same_matrix(pa.c4a_per_layer[l].decode_local, pb.c4a_per_layer[l].decode_local, "persistent decode_local");
+      expect_same_matrix(pa.c4a_per_layer[l].prefill_topk, pb.c4a_per_layer[l].prefill_topk, "persistent prefill_topk");
+    }
+  }
   EXPECT_EQ(a.step.max_model_len, b.step.max_model_len);
   ASSERT_EQ(a.c4a_per_layer.size(), b.c4a_per_layer.size());
   for (size_t l = 0; l < a.c4a_per_layer.size(); ++l) {
@@ -174,6 +203,93 @@ TEST(CaptureTest, ManifestIsReadableJson) {
   ASSERT_EQ(m["c4a_layers"].size(), 2u);  // only layers with indexer output
   EXPECT_EQ(m["c4a_layers"][0]["layer"], 1);
   EXPECT_EQ(m["c4a_layers"][1]["layer"], 3);
+}
+
+// --- SPEC §7 captures (format version 2) ---------------------------------------------------
+
+// mixed_capture with block spans and base offsets, the SWA table's rows 8 int32 apart, and its
+// step in persistent buffers (3 padded rows, 2 decode rows past D, ... : make_persistent).
+Capture engine_capture() {
+  StepCase c = step_case(mixed_capture());
+  c.step.swa.block_span = 20;
+  c.step.swa.base_offset = 1000;
+  c.step.c4a.block_span = 70;
+  c.step.c128a.base_offset = 2147483000;
+  c.layout.swa_table.row_padding = 3;
+  StepCapacity extra;
+  extra.extra_tokens = 3;
+  extra.extra_decode_rows = 2;
+  extra.extra_prefill_rows = 1;
+  extra.extra_requests = 2;
+  extra.extra_table_rows = 1;
+  extra.c128a_extra_columns = 4;
+  extra.output_row_padding = 8;
+  make_persistent(c, extra, 11);
+  return to_capture(c);
+}
+
+TEST(CaptureTest, RoundTripEngineCapture) {
+  ScratchDir dir;
+  const Capture c = engine_capture();
+  ASSERT_TRUE(c.persistent.has_value());
+  EXPECT_EQ(c.persistent->token_capacity(), 11);
+  EXPECT_EQ(c.swa_table_row_stride, 8);
+  save_capture(c, dir.str());
+  const Capture loaded = load_capture(dir.str());
+  expect_same_capture(c, loaded);
+  // What the manifest says, and the files at the capacities.
+  std::ifstream in(dir / "manifest.json");
+  const json m = json::parse(in);
+  EXPECT_EQ(m["version"], 2);
+  EXPECT_EQ(m["step"]["swa_block_span"], 20);
+  EXPECT_EQ(m["step"]["swa_base_offset"], 1000);
+  EXPECT_EQ(m["step"]["swa_table_row_stride"], 8);
+  EXPECT_FALSE(m["step"].contains("c4a_base_offset"));
+  EXPECT_EQ(m["engine"]["num_tokens"], 8);
+  EXPECT_EQ(m["engine"]["num_requests"], 3);
+  EXPECT_EQ(m["engine"]["decode_capacity"], 5);
+  EXPECT_EQ(m["engine"]["prefill_capacity"], 6);
+  EXPECT_EQ(m["engine"]["c128a_capacity"], c.persistent->c128a_capacity);
+  EXPECT_EQ(m["engine"]["output_row_padding"], 8);
+  EXPECT_EQ(npy::read_int32((dir / "token_to_req.npy").string()).shape, (std::vector<int64_t>{11}));
+  EXPECT_EQ(npy::read_int32((dir / "c4a_layer01_decode_local.npy").string()).shape, (std::vector<int64_t>{5, 12}));
+  // The case it replays: the stride as layout, the persistent buffers for the graph path.
+  const StepCase replayed = step_case(loaded);
+  EXPECT_EQ(replayed.layout.swa_table.row_padding, 3);
+  EXPECT_TRUE(replayed.persistent.has_value());
+}
+
+TEST(CaptureTest, SpansAndOffsetsAloneMakeVersion2WithoutEngine) {
+  ScratchDir dir;
+  Capture c = mixed_capture();
+  c.step.c4a.base_offset = -3;
+  save_capture(c, dir.str());
+  std::ifstream in(dir / "manifest.json");
+  const json m = json::parse(in);
+  EXPECT_EQ(m["version"], 2);
+  EXPECT_EQ(m["step"]["c4a_base_offset"], -3);
+  EXPECT_FALSE(m.contains("engine"));
+  expect_same_capture(c, load_capture(dir.str()));
+}
+
+// Persistent buffers whose head is not the live step would load as another step.
+TEST(CaptureTest, SaveRejectsPersistentBuffersThatAreNotTheStep) {
+  ScratchDir dir;
+  const auto rejects = [&](const std::function<void(Capture&)>& edit, const std::string& what) {
+    Capture c = engine_capture();
+    edit(c);
+    try {
+      save_capture(c, dir.str());
+      ADD_FAILURE() << "no error for " << what;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  rejects([](Capture& c) { c.persistent->seq_lens(1) += 1; }, "seq_lens");
+  rejects([](Capture& c) { c.persistent->sizes.num_tokens -= 1; }, "run-time sizes");
+  rejects([](Capture& c) { c.persistent->decode_capacity = 1; }, "capacities");
+  rejects([](Capture& c) { c.persistent->c4a_per_layer[3].prefill_topk(0, 0) += 1; }, "C4A layer 3");
+  rejects([](Capture& c) { c.c4a_table_row_stride = 1; }, "row stride of 1");
 }
 
 // --- malformed captures -------------------------------------------------------------------
@@ -280,7 +396,8 @@ TEST_F(MalformedCaptureTest, WrongTypesAndValues) {
   } cases[] = {
       {"/format", "something-else", "format"},
       {"/format", 1, "format"},
-      {"/version", 2, "version"},
+      {"/version", 3, "version"},
+      {"/version", 0, "version"},
       {"/version", "1", "version"},
       {"/schedule", json::array(), "schedule"},
       {"/schedule/name", 5, "schedule.name"},

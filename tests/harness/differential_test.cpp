@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "harness/differential.h"
+#include "harness/persistent_buffers.h"
 #include "harness/step_factory.h"
 #include "property_util.h"
 #include "support/backend_test.h"
@@ -35,6 +36,23 @@ void real_schedule_steps_agree(ScheduleChoice choice, const harness::Differentia
 TEST_P(Differential, FlashStepsAgree) { real_schedule_steps_agree(ScheduleChoice::kFlash, on_this_backend()); }
 TEST_P(Differential, ProStepsAgree) { real_schedule_steps_agree(ScheduleChoice::kPro, on_this_backend()); }
 
+// SPEC §7: every step put into persistent buffers (capacities past T, D, T - D and R with stale
+// contents and sentinel request ids, tables past R, C128A at P_cap, caller-owned outputs) also
+// recorded as one StepGraph and replayed with its run-time sizes: every layer equals the
+// reference's checked build, with one build per cache key and per C4A layer. Random schedules
+// (the Flash and Pro properties above take this path for a third of their steps).
+TEST_P(Differential, StepsInPersistentBuffersRecordedAsAStepGraphAgree) {
+  check_property([this] {
+    harness::StepCase c = *harness::gen_step_case(ScheduleChoice::kRandom, small_steps());
+    if (!c.persistent) harness::make_persistent(c, *harness::gen_step_capacity(), *rc::gen::arbitrary<uint64_t>());
+    const harness::DifferentialSummary s = harness::differential_check(c, on_this_backend(), kReplayHint);
+    DSV4_RC_ASSERT_AGREES(s);
+    RC_ASSERT(s.backends.at(0).graph_steps == 1);
+    RC_ASSERT(s.backends.at(0).calls_graph == harness::expected_builder_calls(c.schedule, true));
+    RC_ASSERT(s.engine.graph == 1);
+  });
+}
+
 // One checker for many steps, as the CLI runs: the builder's workspace is recycled between
 // steps, and nothing of an earlier step may leak into a later one.
 TEST_P(Differential, OneCheckerAcrossManyStepsAgrees) {
@@ -47,6 +65,11 @@ TEST_P(Differential, OneCheckerAcrossManyStepsAgrees) {
   ASSERT_EQ(total.backends.size(), 1u);
   EXPECT_EQ(total.backends[0].calls_uncached, total.layers);
   EXPECT_LT(total.backends[0].calls_cached, total.backends[0].calls_uncached);
+  // SPEC §7 layouts among them, the graph path on the same builder between eager steps.
+  EXPECT_GT(total.engine.graph, 0);
+  EXPECT_EQ(total.backends[0].graph_steps, total.engine.graph);
+  EXPECT_GT(total.engine.spans_offsets, 0);
+  EXPECT_GT(total.engine.persistent_tables, 0);
 }
 
 // A realistic Flash step from the deterministic factory: 43 builds uncached, 23 cached.

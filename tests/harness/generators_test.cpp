@@ -5,10 +5,12 @@
 #include <rapidcheck/gtest.h>
 
 #include <algorithm>
+#include <climits>
 #include <map>
 #include <optional>
 
 #include "harness/generators.h"
+#include "harness/graph_step.h"
 #include "property_util.h"
 #include "reference/model_schedule.h"
 
@@ -23,12 +25,31 @@ int64_t total_errors(const std::vector<ref::BuilderOutput>& outputs) {
   return n;
 }
 
+// The reference's checked builds of a case's persistent buffers (SPEC §7), one per layer as
+// the graph path records them: (content errors, the first failing status or kNone).
+std::pair<int64_t, ref::MetadataCheck> persistent_reference(const StepCase& c) {
+  const GraphStepBuffers buffers(opt::Backend::kHost, c);
+  int64_t errors = 0;
+  ref::MetadataCheck first = ref::MetadataCheck::kNone;
+  for (int32_t layer = 0; layer < c.schedule.num_layers(); ++layer) {
+    const ref::CheckedBuild b = ref::build_mixed_sparse_indices(buffers.reference_inputs(layer), c.persistent->sizes);
+    errors += b.output.content_errors;
+    if (first == ref::MetadataCheck::kNone) first = b.status.check;
+  }
+  return {errors, first};
+}
+
 RC_GTEST_PROP(Generators, ValidStepsPassValidationWithoutContentErrors, ()) {
   const StepCase c = *gen_step_case(ScheduleChoice::kAny, small_steps());
   RC_ASSERT(c.c4a_per_layer.size() == c.schedule.compress_ratios.size());
   RC_ASSERT(c.step.decode_valid.empty() ||
             c.step.decode_valid.size() == static_cast<size_t>(c.step.num_decode_tokens));
   RC_ASSERT(total_errors(reference_outputs(c)) == 0);  // throws if invalid
+  if (c.persistent) {  // and their persistent buffers are valid and clean under run-time sizes
+    const auto [errors, status] = persistent_reference(c);
+    RC_ASSERT(errors == 0);
+    RC_ASSERT(status == ref::MetadataCheck::kNone);
+  }
 }
 
 RC_GTEST_PROP(Generators, CorruptedStepsPassValidationAndCarryContentErrors, ()) {
@@ -123,11 +144,111 @@ TEST(Generators, CoverTheSpace) {
     count("C128A through the SWA table", l.drop_c128a_table);
     count("block tables strided", l.swa_table.row_padding > 0 && l.c4a_table.row_padding > 0);
     count("block tables with rows past R", l.c128a_table.extra_rows > 0);
+
+    // SPEC §7 engine layouts.
+    for (const auto& [name, cache] : {std::pair<std::string, const ref::PagedCache*>{"swa", &s.swa},
+                                      {"c4a", &s.c4a},
+                                      {"c128a", &s.c128a}}) {
+      count(name + " block span above its block size", cache->span() > cache->block_size);
+      count(name + " base offset", cache->base_offset > 0);
+    }
+    bool near_int32 = false, wide_span = false;
+    for (const ref::PagedCache* cache : {&s.swa, &s.c4a, &s.c128a}) {
+      const int64_t top = cache->block_table.size() > 0 ? std::max<int64_t>(cache->block_table.maxCoeff(), 0) : 0;
+      near_int32 |= top > 0 && int64_t{cache->base_offset} + top * cache->span() + cache->block_size - 1 > INT32_MAX - 64;
+      wide_span |= cache->span() >= (1 << 20);
+    }
+    count("a slot within 64 of 2^31 - 1", near_int32);
+    count("a block span of 2^20 or more (64-bit products)", wide_span);
+    count("persistent buffers", c.persistent.has_value());
+    if (c.persistent) {
+      const PersistentStep& p = *c.persistent;
+      count("padded rows past T", p.token_capacity() > T);
+      count("decode rows past D", p.decode_capacity > D);
+      count("prefill rows past T - D", p.prefill_capacity > T - D);
+      count("requests past R", p.request_capacity() > R);
+      count("C128A capacity above E", p.c128a_capacity > ref::c128a_effective_width(max_pos, s.max_model_len));
+      count("caller-owned output rows padded", p.output_row_padding > 0);
+      count("block tables with rows past R_cap", s.swa.block_table.rows() > p.request_capacity());
+      count("sentinel request ids", (p.token_to_req.tail(p.token_capacity() - T).array() == -1).all() &&
+                                        p.token_capacity() > T);
+    }
   }
   for (const auto& [feature, n] : seen) {
     EXPECT_GT(n, 0) << "no drawn case has: " << feature;
     RecordProperty(feature, n);
   }
+}
+
+// Corrupted steps reach the SPEC §7 content-error and metadata paths too.
+TEST(Generators, CorruptedStepsCoverSpec7) {
+  std::map<std::string, int> seen;
+  const rc::Gen<StepCase> gen = gen_corrupted_step_case(ScheduleChoice::kAny, StepLimits{});
+  for (int i = 0; i < 300; ++i) {
+    const StepCase c = draw(gen, 7000 + static_cast<uint64_t>(i), i % 101);
+    bool offset = false, metadata = false;
+    for (const std::string& note : c.notes) {
+      offset |= note.find("base offset") != std::string::npos;
+      metadata |= note.find("(persistent buffer)") != std::string::npos || note.find("(run-time size)") != std::string::npos;
+    }
+    seen["a base offset past 2^31 or below 0"] += offset;
+    seen["persistent buffers"] += c.persistent.has_value();
+    seen["broken metadata in persistent buffers"] += metadata;
+    if (metadata) {
+      const auto [errors, status] = persistent_reference(c);
+      seen["broken metadata the reference's checks report"] += status != ref::MetadataCheck::kNone;
+      (void)errors;
+    }
+  }
+  for (const auto& [feature, n] : seen) EXPECT_GT(n, 0) << "no drawn corrupted case has: " << feature;
+}
+
+RC_GTEST_PROP(Generators, EngineBuildsWithoutCorruptionHaveNoContentErrors, ()) {
+  BuildLimits valid;
+  valid.corrupt = false;
+  const ref::BuilderInputs in = *gen_engine_builder_inputs(valid);
+  RC_LOG() << describe(in);
+  RC_ASSERT(ref::build_mixed_sparse_indices(in).content_errors == 0);  // throws if invalid
+}
+
+RC_GTEST_PROP(Generators, PersistentBuildsAreValidUnlessBroken, ()) {
+  const PersistentBuildCase valid = *gen_persistent_build();
+  RC_ASSERT(valid.corruption.empty());
+  const ref::CheckedBuild b = ref::build_mixed_sparse_indices(valid.build.inputs, valid.build.sizes);
+  RC_ASSERT(b.status.check == ref::MetadataCheck::kNone);
+  RC_ASSERT(b.output.content_errors == 0);
+  RC_ASSERT(!(*gen_persistent_build({}, true)).corruption.empty());
+}
+
+// The SPEC §7 builds below the step level: spans, offsets (past 2^31 too), persistent tables,
+// capacities.
+TEST(Generators, CoverTheEngineBuildSpace) {
+  std::map<std::string, int> seen;
+  int broken_reported = 0;
+  for (uint64_t seed = 0; seed < 400; ++seed) {
+    const ref::BuilderInputs in = draw(gen_engine_builder_inputs(), seed);
+    for (const ref::PagedCache* cache : {&in.swa, in.compressed ? &*in.compressed : nullptr}) {
+      if (cache == nullptr) continue;
+      const int64_t top = cache->block_table.size() > 0 ? std::max<int64_t>(cache->block_table.maxCoeff(), 0) : 0;
+      seen["block span above the block size"] += cache->span() > cache->block_size;
+      seen["base offset"] += cache->base_offset > 0;
+      seen["negative base offset"] += cache->base_offset < 0;
+      seen["slots past 2^31 by the offset"] +=
+          cache->base_offset > 0 && top < (1 << 30) && int64_t{cache->base_offset} + top * cache->span() > INT32_MAX;
+      seen["block table rows past R"] += cache->block_table.rows() > in.seq_lens.size();
+    }
+    seen["row capacity past T"] += in.row_capacity.value_or(0) > in.token_to_req.size();
+    seen["compressed capacity"] += in.compressed_capacity.has_value();
+    seen["compressed capacity not a multiple of 4"] += in.compressed_capacity.value_or(0) % 4 != 0;
+    seen["content errors"] += ref::build_mixed_sparse_indices(in).content_errors > 0;
+    const PersistentBuildCase broken = draw(gen_persistent_build({}, true), seed);
+    broken_reported += ref::check_metadata(broken.build.inputs, broken.build.sizes).check != ref::MetadataCheck::kNone;
+    const PersistentBuildCase valid = draw(gen_persistent_build(), seed);
+    seen["persistent build with padded rows"] += valid.build.sizes.num_tokens < valid.build.inputs.token_to_req.size();
+    seen["persistent build with requests past R"] += valid.build.sizes.num_requests < valid.build.inputs.seq_lens.size();
+  }
+  for (const auto& [feature, n] : seen) EXPECT_GT(n, 0) << "no drawn build has: " << feature;
+  EXPECT_GT(broken_reported, 200) << "most broken metadata is a structural error";
 }
 
 // The builds below the step level (builder and cache tests) and their layouts.

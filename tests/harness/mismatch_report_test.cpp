@@ -3,7 +3,10 @@
 // line; wrong call counts and content-error counts are reported too.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "harness/differential.h"
+#include "harness/persistent_buffers.h"
 #include "harness/step_factory.h"
 #include "optimized/host_builder.h"
 #include "property_util.h"
@@ -44,7 +47,7 @@ StepCase flash_case() {
   shape.seed = 3;
   const ref::ModelSchedule schedule = ref::deepseek_v4_flash();
   const ref::Step step = make_step(shape);
-  return StepCase{step, schedule, make_c4a_indexer_outputs(step, schedule, 3), {}, {}};
+  return StepCase{step, schedule, make_c4a_indexer_outputs(step, schedule, 3), {}, {}, {}};
 }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
@@ -117,6 +120,87 @@ TEST(MismatchReport, WrongContentErrorCountsAreReported) {
   const DifferentialSummary s = differential_check(flash_case(), options);
   EXPECT_FALSE(s.ok());
   EXPECT_TRUE(contains(s.report(), "layer 0 (SWA-only) content errors: reference 0, optimized 1")) << s.report();
+}
+
+// Forwards to the host builder with every request changed by `edit`: a planted bug.
+class EditsRequests final : public opt::MixedSparseIndicesBuilder {
+ public:
+  explicit EditsRequests(std::function<void(opt::BuildRequest&)> edit)
+      : inner_(opt::make_host_builder()), edit_(std::move(edit)) {}
+  opt::Backend backend() const override { return inner_->backend(); }
+  opt::BuiltIndices build(const opt::BuildRequest& request) override {
+    opt::BuildRequest edited = request;
+    edit_(edited);
+    return inner_->build(edited);
+  }
+  int64_t take_content_errors() override { return inner_->take_content_errors(); }
+  void release_outputs() override { inner_->release_outputs(); }
+  void begin_recording() override { inner_->begin_recording(); }
+  std::unique_ptr<opt::RecordedBuilds> end_recording() override { return inner_->end_recording(); }
+
+ private:
+  std::unique_ptr<opt::MixedSparseIndicesBuilder> inner_;
+  std::function<void(opt::BuildRequest&)> edit_;
+};
+
+DifferentialOptions planted(std::function<void(opt::BuildRequest&)> edit) {
+  DifferentialOptions options = testing::host_only();
+  options.make_builder = [edit](opt::Backend) { return std::make_unique<EditsRequests>(edit); };
+  options.max_reported = 1000;  // every path's mismatches in the report
+  return options;
+}
+
+// flash_case in persistent buffers (SPEC §7): 3 padded rows, a request and 2 table rows past
+// R, C128A 4 columns past E.
+StepCase persistent_flash_case() {
+  StepCase c = flash_case();
+  StepCapacity extra;
+  extra.extra_tokens = 3;
+  extra.extra_decode_rows = 1;
+  extra.extra_prefill_rows = 2;
+  extra.extra_requests = 1;
+  extra.extra_table_rows = 2;
+  extra.c128a_extra_columns = 4;
+  extra.output_row_padding = 4;
+  make_persistent(c, extra, 5);
+  return c;
+}
+
+TEST(MismatchReport, TheGraphPathOfACorrectBuilderAgrees) {
+  const DifferentialSummary s = differential_check(persistent_flash_case(), testing::host_only());
+  EXPECT_TRUE(s.ok()) << s.report();
+  EXPECT_EQ(s.backends.at(0).graph_steps, 1);
+  EXPECT_EQ(s.backends.at(0).calls_graph, 23);
+}
+
+// A build that never writes its status word: only the graph path gives one (SPEC §7).
+TEST(MismatchReport, TheGraphPathCatchesAStatusWordNeverWritten) {
+  const DifferentialSummary s =
+      differential_check(persistent_flash_case(), planted([](opt::BuildRequest& r) { r.status = nullptr; }));
+  EXPECT_FALSE(s.ok());
+  EXPECT_TRUE(contains(s.report(), "[host graph replay] layer 0 (SWA-only) status word")) << s.report();
+  EXPECT_FALSE(contains(s.report(), "uncached]")) << s.report();
+}
+
+// A build that ignores the base offset: every path, the graph path included.
+TEST(MismatchReport, EveryPathCatchesAnIgnoredBaseOffset) {
+  StepCase c = persistent_flash_case();
+  c.step.swa.base_offset = 1000;  // before the step's SPEC §6 metadata is derived from it
+  const DifferentialSummary s =
+      differential_check(c, planted([](opt::BuildRequest& r) { r.swa.base_offset = 0; }));
+  EXPECT_FALSE(s.ok());
+  for (const char* path : {"[host uncached]", "[host cached]", "[host graph replay]"})
+    EXPECT_TRUE(contains(s.report(), path)) << path << " missing in " << s.report();
+}
+
+// A build that reads block tables densely (ignores their row stride) on a persistent table
+// with padded rows: the graph path stages the case's table strides too.
+TEST(MismatchReport, TheGraphPathCatchesAnIgnoredTableRowStride) {
+  StepCase c = persistent_flash_case();
+  c.layout.swa_table.row_padding = 3;
+  const DifferentialSummary s = differential_check(c, planted([](opt::BuildRequest& r) { r.swa.row_stride = 0; }));
+  EXPECT_FALSE(s.ok());
+  EXPECT_TRUE(contains(s.report(), "[host graph replay]")) << s.report();
 }
 
 TEST(MismatchReport, CorrectBuildersReportNothing) {

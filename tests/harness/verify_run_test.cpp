@@ -72,6 +72,18 @@ TEST(VerifyRun, SummaryTableShowsEveryColumn) {
   for (const char* column : {"backend", "steps", "layers", "calls uncached", "calls cached",
                              "mismatches", "content errors", "reference", "host", "result: PASS"})
     EXPECT_NE(table.str().find(column), std::string::npos) << column << "\n" << table.str();
+  // The SPEC §7 line: the run's counts, the graph path's builds on the host backend.
+  const DifferentialSummary& s = r.summary;
+  EXPECT_GT(s.engine.graph, 0);
+  EXPECT_GT(s.engine.spans_offsets, 0);
+  EXPECT_GT(s.engine.persistent_tables, 0);
+  EXPECT_EQ(s.backends.at(0).graph_steps, s.engine.graph);
+  const std::string line = "  SPEC §7: " + std::to_string(s.engine.graph) + " of 40 steps also in persistent buffers, " +
+                           "recorded as a step graph and replayed with run-time sizes (builds: host " +
+                           std::to_string(s.backends.at(0).calls_graph) + "); " + std::to_string(s.engine.spans_offsets) +
+                           " with block spans or base offsets; " + std::to_string(s.engine.persistent_tables) +
+                           " with block tables past R or strided\n";
+  EXPECT_NE(table.str().find(line), std::string::npos) << line << table.str();
 }
 
 // Options outside their documented range are rejected before any work (they used to crash:
@@ -127,17 +139,19 @@ TEST(VerifyRun, AStepPastTheOutputLimitStopsTheRunNamingTheLimit) {
   }
 }
 
-// `dsv4 replay DIR`: the shipped captures agree on every path, with SPEC §1's call counts.
+// `dsv4 replay DIR`: the shipped captures agree on every path, with SPEC §1's call counts; the
+// one of an engine's persistent buffers (format version 2) on the graph path too.
 TEST(Replay, ShippedCapturesAgreeOnHost) {
   for (const auto& [name, cached_calls] : {std::pair<const char*, int64_t>{"capture_flash_mixed", 23},
                                            {"capture_flash_decode", 23},
-                                           {"capture_pro_prefill", 31}}) {
-    Capture cap = load_capture(std::string(DSV4_TEST_DATA_DIR) + "/" + name);
-    const StepCase c{std::move(cap.step), std::move(cap.schedule), std::move(cap.c4a_per_layer), {}, {}};
+                                           {"capture_pro_prefill", 31},
+                                           {"capture_flash_engine", 23}}) {
+    const StepCase c = step_case(load_capture(std::string(DSV4_TEST_DATA_DIR) + "/" + name));
     const DifferentialSummary s = differential_check(c, testing::host_only(), std::string("dsv4 replay ") + name);
     EXPECT_TRUE(s.ok()) << name << "\n" << s.report();
     ASSERT_EQ(s.backends.size(), 1u);
     EXPECT_EQ(s.backends[0].calls_cached, cached_calls) << name;
+    EXPECT_EQ(s.backends[0].calls_graph, c.persistent ? cached_calls : 0) << name;
     EXPECT_EQ(s.reference_content_errors, 0) << name;
   }
 }

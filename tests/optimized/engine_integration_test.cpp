@@ -38,29 +38,15 @@ TEST_P(EngineIntegrationTest, HandCasesGiveTheWorkedOutputs) {
   }
 }
 
-// Random builds (also with content errors) with spans, offsets, persistent tables, capacities
-// and caller-owned outputs in random layouts.
+// Random builds (also with content errors: offsets past 2^31 and below 0) with spans, offsets,
+// persistent tables, capacities and caller-owned outputs in random layouts.
 TEST_P(EngineIntegrationTest, RandomEngineLayoutsMatchTheReference) {
   std::mt19937_64 rng(10);
   for (uint64_t seed = 100; seed < 400; ++seed) {
-    ref::BuilderInputs in = harness::draw(harness::gen_builder_inputs(), seed);
+    const ref::BuilderInputs in = harness::draw(harness::gen_engine_builder_inputs(), seed);
     harness::RequestLayout layout = harness::draw(harness::gen_request_layout(), seed);
-    const auto coin = [&] { return rng() % 2 == 0; };
-    const auto engine_cache = [&](ref::PagedCache& cache) {
-      if (coin()) cache.block_span = cache.block_size + static_cast<int32_t>(rng() % 3) * cache.block_size + static_cast<int32_t>(rng() % 5);
-      if (coin()) cache.base_offset = static_cast<int32_t>(rng() % 2000) - 100;
-      ref::IndexMatrix rows = ref::IndexMatrix::Constant(cache.block_table.rows() + static_cast<Eigen::Index>(rng() % 3),
-                                                         cache.block_table.cols(), -9);
-      rows.topRows(cache.block_table.rows()) = cache.block_table;
-      cache.block_table = rows;
-    };
-    engine_cache(in.swa);
-    if (in.compressed) engine_cache(*in.compressed);
-    if (coin()) in.row_capacity = static_cast<int32_t>(in.token_to_req.size() + static_cast<Eigen::Index>(rng() % 4));
-    // P_cap >= P, not always a multiple of 4 (SPEC §7; the Python out= takes any width).
-    if (coin()) in.compressed_capacity = ref::padded_compressed_width(in.topk, static_cast<int32_t>(in.decode_compressed.cols())) + static_cast<int32_t>(rng() % 9);
     layout.table_row_padding = static_cast<int32_t>(rng() % 3);
-    layout.caller_output = coin();
+    layout.caller_output = rng() % 2 == 0;
     layout.output_row_padding = 4 * static_cast<int32_t>(rng() % 2);
     ASSERT_TRUE(builds_like_reference(builder(), in, layout))
         << "seed " << seed << ": " << harness::describe(in) << "; " << harness::describe(layout);
@@ -69,18 +55,13 @@ TEST_P(EngineIntegrationTest, RandomEngineLayoutsMatchTheReference) {
 
 TEST_P(EngineIntegrationTest, RunTimeSizesOfValidStepsMatchTheReference) {
   std::mt19937_64 rng(11);
-  harness::BuildLimits valid;
-  valid.corrupt = false;
   for (uint64_t seed = 500; seed < 700; ++seed) {
-    const ref::BuilderInputs step = harness::draw(harness::gen_builder_inputs(valid), seed);
-    const harness::ExtraCapacity extra{static_cast<int32_t>(rng() % 5), static_cast<int32_t>(rng() % 3),
-                                       static_cast<int32_t>(rng() % 4), static_cast<int32_t>(rng() % 3)};
-    const harness::PersistentBuild b = harness::with_capacity(step, extra, rng);
+    const harness::PersistentBuildCase c = harness::draw(harness::gen_persistent_build(), seed);
     const harness::RequestLayout layout = persistent_layout(static_cast<int32_t>(rng() % 2), rng() % 2 == 0, 4);
-    const ref::CheckedBuild want = ref::build_mixed_sparse_indices(b.inputs, b.sizes);
+    const ref::CheckedBuild want = ref::build_mixed_sparse_indices(c.build.inputs, c.build.sizes);
     ASSERT_EQ(want.status.check, ref::MetadataCheck::kNone) << "seed " << seed << ": " << ref::describe(want.status);
-    ASSERT_TRUE(checked_build_like_reference(builder(), b.inputs, b.sizes, layout))
-        << "seed " << seed << ": " << harness::describe(step);
+    ASSERT_TRUE(checked_build_like_reference(builder(), c.build.inputs, c.build.sizes, layout))
+        << "seed " << seed << ": " << harness::describe(c.build.inputs);
   }
 }
 
@@ -88,16 +69,13 @@ TEST_P(EngineIntegrationTest, RunTimeSizesOfValidStepsMatchTheReference) {
 // names the first failure like the reference's, and nothing else changes.
 TEST_P(EngineIntegrationTest, RunTimeSizesWithBrokenMetadataMatchTheReference) {
   std::mt19937_64 rng(12);
-  harness::BuildLimits valid;
-  valid.corrupt = false;
   int reported = 0;
   for (uint64_t seed = 800; seed < 1100; ++seed) {
-    const ref::BuilderInputs step = harness::draw(harness::gen_builder_inputs(valid), seed);
-    harness::PersistentBuild b = harness::with_capacity(step, harness::ExtraCapacity{2, 1, 2, 1}, rng);
-    const std::string what = harness::corrupt_metadata(b, rng);
-    reported += ref::check_metadata(b.inputs, b.sizes).check != ref::MetadataCheck::kNone;
-    ASSERT_TRUE(checked_build_like_reference(builder(), b.inputs, b.sizes, persistent_layout(1, rng() % 2 == 0, 0)))
-        << "seed " << seed << ": " << what << "; " << harness::describe(step);
+    const harness::PersistentBuildCase c = harness::draw(harness::gen_persistent_build({}, true), seed);
+    reported += ref::check_metadata(c.build.inputs, c.build.sizes).check != ref::MetadataCheck::kNone;
+    ASSERT_TRUE(checked_build_like_reference(builder(), c.build.inputs, c.build.sizes,
+                                             persistent_layout(1, rng() % 2 == 0, 0)))
+        << "seed " << seed << ": " << c.corruption << "; " << harness::describe(c.build.inputs);
   }
   EXPECT_GT(reported, 150);  // most corruptions are structural errors
 }
