@@ -1,5 +1,6 @@
 #include "harness/differential.h"
 
+#include <new>
 #include <sstream>
 #include <stdexcept>
 
@@ -323,6 +324,8 @@ DifferentialSummary DifferentialChecker::check(const StepCase& c, ContentErrorPo
   std::vector<ref::BuilderOutput> want;
   try {
     want = reference_outputs(c);
+  } catch (const std::bad_alloc&) {
+    throw;  // memory is short, not a mismatch: verify reports it (exit 3)
   } catch (const std::exception& e) {
     Mismatch m;
     m.backend = "reference";
@@ -364,6 +367,8 @@ DifferentialSummary DifferentialChecker::check(const StepCase& c, ContentErrorPo
           path = Path::kGraph;
           run_graph_path(c, backends_[i], *counting_[i], policy, totals, record);
         }
+      } catch (const std::bad_alloc&) {
+        throw;  // as above
       } catch (const std::exception& e) {
         Mismatch m;
         m.backend = totals.backend;
