@@ -4,7 +4,8 @@
 // sparse_lens and content-error counts, on every backend present, with the inputs staged in
 // the case's layout. Also checks the cached
 // path's builder calls (SPEC §5), that hits return the first build's buffers, and that a
-// StepIndexer refuses use after end_step.
+// StepIndexer refuses use after end_step. With SPEC §8 modes chosen, each mode's paths
+// (sharing_check.h) too.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -16,11 +17,15 @@
 #include "harness/mismatch.h"
 #include "harness/step_case.h"
 #include "optimized/builder.h"
+#include "optimized/step_indexer.h"
 
 namespace dsv4::harness {
 
 using BuilderFactory =
     std::function<std::unique_ptr<opt::MixedSparseIndicesBuilder>(opt::Backend)>;
+
+// A summary row's name: the backend's ("host"), followed by the mode's unless it is the seed.
+std::string totals_name(opt::Backend backend, opt::SharingMode mode);
 
 // Host always; CUDA when opt::cuda_device_present().
 std::vector<opt::Backend> backends_present();
@@ -37,15 +42,22 @@ struct DifferentialOptions {
   BuilderFactory make_builder;         // null: the real builders (tests inject faulty ones)
   ContentErrorPolicy content_errors = ContentErrorPolicy::kMustBeZero;
   bool verify_on_hit = false;          // the cached path with CacheOptions::verify_on_hit
+  // SPEC §8: the sharing modes checked (seed: the uncached and cached paths above; split and
+  // tail-only: their own path, sharing_check.h), and whether each mode's path is also run with
+  // its cacheable builds in one launch.
+  std::vector<opt::SharingMode> modes{opt::SharingMode::kSeed};
+  bool one_launch = false;
   size_t max_reported = 8;             // mismatches described in full per summary
 };
 
 struct BackendTotals {
-  std::string backend;
+  std::string backend;  // "host", "cuda"; a SPEC §8 mode's row: "host split", "cuda tail"
   int64_t steps = 0, layers = 0;
-  int64_t calls_uncached = 0, calls_cached = 0;  // builder calls counted by CountingBuilder
+  // builder calls counted by CountingBuilder; a mode's row: one per layer, and the builds of
+  // the mode's path
+  int64_t calls_uncached = 0, calls_cached = 0;
   int64_t mismatches = 0;
-  int64_t content_errors = 0;                    // counted by the uncached path
+  int64_t content_errors = 0;  // counted by the uncached path (a mode's row: by the mode's path)
 };
 
 struct DifferentialSummary {
@@ -80,6 +92,7 @@ class DifferentialChecker {
  private:
   DifferentialOptions options_;
   std::vector<opt::Backend> backends_;
+  std::vector<opt::SharingMode> modes_;
   std::vector<std::unique_ptr<opt::MixedSparseIndicesBuilder>> builders_;
   std::vector<std::unique_ptr<CountingBuilder>> counting_;  // one around each builder
 };

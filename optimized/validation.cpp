@@ -83,19 +83,46 @@ void check_engine_fields(const BuildRequest& r) {
     reject("compressed_capacity = ", r.compressed_capacity, ": the output width W + P_cap exceeds int32");
   }
   const OutputView& out = r.output;
-  if (out.sparse_indices != nullptr) {
+  if (out.sparse_indices != nullptr && r.part == RowPart::kTail) {
+    // The step's own combined buffer, as the build that wrote its window columns made it
+    // (an odd window gives rows W + P wide): any stride that holds a row.
+    if (out.row_stride < output_width(r) || out.row_stride > INT32_MAX) {
+      reject("output.row_stride = ", out.row_stride, " of a tail build must be >= W + P_cap = ", output_width(r));
+    }
+    if (out.sparse_lens == nullptr && output_rows(r) > 0) reject("output.sparse_lens is null");
+  } else if (out.sparse_indices != nullptr) {
     if (reinterpret_cast<uintptr_t>(out.sparse_indices) % 16 != 0) {
       reject("output.sparse_indices is not 16-byte aligned");
     }
-    if (out.row_stride < output_width(r) || out.row_stride % 4 != 0 || out.row_stride > INT32_MAX) {
-      reject("output.row_stride = ", out.row_stride, " must be a multiple of 4 and >= W + P_cap = ", output_width(r));
+    if (out.row_stride < part_output_width(r) || out.row_stride % 4 != 0 || out.row_stride > INT32_MAX) {
+      reject("output.row_stride = ", out.row_stride, " must be a multiple of 4 and >= ",
+             r.part == RowPart::kCompressed ? "P_cap = " : "W + P_cap = ", part_output_width(r));
     }
-    if (out.sparse_lens == nullptr && output_rows(r) > 0) reject("output.sparse_lens is null");
+    // A window part writes no lengths.
+    if (out.sparse_lens == nullptr && output_rows(r) > 0 && r.part != RowPart::kWindow) {
+      reject("output.sparse_lens is null");
+    }
   } else if (out.sparse_lens != nullptr) {
     reject("output.sparse_lens is given without output.sparse_indices");
   }
   if (r.status != nullptr && r.run_time_sizes == nullptr) {
     reject("status is given without run_time_sizes (the host validates host-sized steps)");
+  }
+}
+
+// SPEC §8 parts are defined on SPEC §3 outputs: host-sized steps without padding rows.
+void check_part(const BuildRequest& r) {
+  if (r.part == RowPart::kWhole) return;
+  if (r.run_time_sizes != nullptr) {
+    reject("part = ", row_part_name(r.part), " is given with run_time_sizes (the SPEC §8 parts need host-sized steps)");
+  }
+  if (r.row_capacity > r.num_tokens) {
+    reject("part = ", row_part_name(r.part), " is given with row_capacity = ", r.row_capacity, " above T = ",
+           r.num_tokens, " (the SPEC §8 parts have no padding rows)");
+  }
+  if (r.part == RowPart::kTail && r.output.sparse_indices == nullptr && output_rows(r) > 0) {
+    reject("part = tail needs output: the combined buffer whose window columns an earlier build wrote "
+           "(output.sparse_indices is null)");
   }
 }
 
@@ -141,6 +168,7 @@ void validate_request_shape(const BuildRequest& r) {
                r.run_time_sizes != nullptr ? r.prefill_topk.rows : int64_t{r.num_tokens} - r.num_decode_tokens,
                "T - D", r.prefill_topk.cols, "Kp");
   check_engine_fields(r);
+  check_part(r);
 
   if (r.num_tokens > 0) {
     if (r.query_start_loc == nullptr) reject("query_start_loc is null");
