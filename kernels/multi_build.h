@@ -20,6 +20,7 @@ struct MultiBuildArgs {
   uint32_t first_cta[kMaxBuildsPerLaunch + 1];
   MixedSparseIndicesArgs builds[kMaxBuildsPerLaunch];
 };
+static_assert(sizeof(MultiBuildArgs) <= 4096, "a kernel's parameters must fit the classic 4 KiB limit");
 
 // Which rows a build holds: the kernels compile decode-only and prefill-only variants.
 DSV4_HD DSV4_INLINE RowKinds row_kinds(const MixedSparseIndicesArgs& a) {
