@@ -118,6 +118,19 @@ TEST_P(SharingModesTest, SplitLayersShareOneSwaSegment) {
   split.end_step();
 }
 
+// verify_on_hit rebuilds the shared SWA segment on every hit and compares its window columns
+// (it has no lengths); a segment changed behind the cache's back is named.
+TEST_P(SharingModesTest, VerifyOnHitChecksTheSharedSwaSegment) {
+  StepIndexer split = indexer(SharingMode::kSplit, opt::CacheOptions{true, true});
+  const opt::SplitIndices first = split.layer_split_indices(ratio(kSwaOnlyLayer));
+  split.layer_split_indices(ratio(kFirstC4a), c4a(kFirstC4a));  // a hit of the segment, verified
+  (void)split.content_errors();
+  write_int(backend(), first.swa.sparse_indices + 5, 12345);
+  EXPECT_TRUE(logic_error_naming([&] { split.layer_split_indices(ratio(kFirstC128a)); },
+                                 "token 0, column 5: cached 12345"));
+  split.end_step();
+}
+
 // Layer 2's tail-only output is there until layer 4 (the next C4A layer of its shape) builds
 // into the same buffer; then asking for it is an error, and after end_step every handle is.
 TEST_P(SharingModesTest, ATailOnlyOutputIsValidUntilTheNextC4aBuildOfItsShape) {
