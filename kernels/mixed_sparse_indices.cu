@@ -428,10 +428,6 @@ KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
                 "cudaLaunchKernelExC(mixed_sparse_indices kernel) / cudaGetLastError", __LINE__);
 }
 
-}  // namespace dsv4::kernels
-
-namespace dsv4::kernels {
-
 // One launch when the builds can share the multi-build kernel (can_build_together), else a
 // launch each.
 KernelStatus launch_mixed_sparse_indices_together(const MixedSparseIndicesArgs* builds, int count,
