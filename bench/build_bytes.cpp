@@ -35,7 +35,11 @@ class ReferencedBlocks {
 
 }  // namespace
 
-BuildBytes build_bytes(const ref::BuilderInputs& in) {
+BuildBytes build_bytes(const ref::BuilderInputs& in) { return build_bytes(in, BuildColumns::kWhole); }
+
+BuildBytes build_bytes(const ref::BuilderInputs& in, BuildColumns columns) {
+  const bool window = columns != BuildColumns::kCompressed;
+  const bool compressed = columns != BuildColumns::kWindow;
   const int64_t T = in.token_to_req.size();
   const int64_t R = in.seq_lens.size();
   const int64_t D = in.decode_swa_indices.rows();
@@ -45,10 +49,13 @@ BuildBytes build_bytes(const ref::BuilderInputs& in) {
   const int64_t P = ref::padded_compressed_width(in.topk, static_cast<int32_t>(Kd));
 
   BuildBytes b;
-  b.outputs = T * (W + P) * 4 + T * 4;
-  b.decode_inputs = D * W * 4 + D * Kd * 4;
-  if (in.decode_compressed_lens) b.decode_inputs += D * 4;
-  if (in.decode_local && in.decode_valid) b.decode_inputs += D;
+  b.outputs = T * ((window ? W : 0) + (compressed ? P + 1 : 0)) * 4;  // + 1: the length
+  b.decode_inputs = (window ? D * W * 4 : 0);
+  if (compressed) {
+    b.decode_inputs += D * Kd * 4;
+    if (in.decode_compressed_lens) b.decode_inputs += D * 4;
+    if (in.decode_local && in.decode_valid) b.decode_inputs += D;
+  }
   b.metadata = (R + 1) * 4 + R * 4 + T * 4;
 
   // Without a compressed table the compressed entries index the SWA table: one tracker.
@@ -62,13 +69,16 @@ BuildBytes build_bytes(const ref::BuilderInputs& in) {
     const int32_t begin = in.query_start_loc(r), end = in.query_start_loc(r + 1);
     for (int32_t t = begin; t < end; ++t) {
       if (t < D) {
-        if (!in.decode_local) continue;
+        if (!in.decode_local || !compressed) continue;
         for (int64_t j = 0; j < Kd; ++j) compressed_blocks.reference(in.decode_compressed(t, j));
         continue;
       }
       const int64_t pos = static_cast<int64_t>(in.seq_lens(r)) - (end - begin) + (t - begin);
       const int64_t swa_len = std::min<int64_t>(pos + 1, W);
-      for (int64_t p = pos - swa_len + 1; p <= pos; ++p) swa_blocks.reference(p);
+      if (window) {
+        for (int64_t p = pos - swa_len + 1; p <= pos; ++p) swa_blocks.reference(p);
+      }
+      if (!compressed) continue;
       const int64_t topk_len = std::min<int64_t>((pos + 1) / in.ratio, in.topk);
       const int64_t needed = std::min(topk_len, Kp);
       b.prefill_topk += needed * 4;

@@ -29,4 +29,12 @@ struct BuildBytes {
 // Decode SWA columns and global-form decode entries are copied, not translated: no table read.
 BuildBytes build_bytes(const ref::BuilderInputs& in);
 
+// SPEC §8: the bytes of a build of part of each row. kWindow (the SWA segment, or a tail-only
+// buffer's window columns): the window columns (no lengths), the decode SWA rows, the metadata
+// and the SWA entries the prefill window columns look up. kCompressed (a split compressed
+// segment or a tail-only build): the compressed columns and the lengths, the decode compressed
+// inputs, prefill_topk, the metadata and the compressed entries. Each build reads the metadata.
+enum class BuildColumns { kWhole, kWindow, kCompressed };
+BuildBytes build_bytes(const ref::BuilderInputs& in, BuildColumns columns);
+
 }  // namespace dsv4::bench

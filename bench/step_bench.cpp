@@ -15,6 +15,13 @@
 // cacheable kinds present; for both runs).
 // cpu/...: the host backend (CPU timings): device_us = host_us = dev_plus_host_us = wall_us =
 // the wall time of the calls (the builds run inside them).
+//
+// SPEC §8 modes, timed the same way (issue 12): .../cached_one_launch (the seed mode with its
+// SWA-only and C128A builds in one launch), .../split and .../split_one_launch (two segments per
+// layer, the SWA segment once per step), .../tail and .../tail_one_launch (tail-only C4A
+// builds). builder_calls and launches as harness/sharing_plan.h works them out (checked).
+// floor_bytes: the fewest bytes the mode's builds of the step must move (bench/build_bytes.h,
+// each build's part); floor_us: those bytes at the run's device-to-device copy bandwidth (CUDA).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -28,8 +35,11 @@
 
 #include "bench/bench_cases.h"
 #include "bench/bench_main.h"
+#include "bench/build_bytes.h"
 #include "bench/keep.h"
 #include "harness/counting_builder.h"
+#include "harness/sharing_plan.h"
+#include "reference/sharing_modes.h"
 #include "harness/graph_step.h"
 #include "optimized/cuda_builder.h"
 #include "optimized/step_graph.h"
@@ -44,32 +54,103 @@ constexpr int kCudaIterations = 40;
 // end-to-end wall time. (bench/summarize.py reads them from the JSON's target_us counters.)
 constexpr const char* kTargetCase = "prefill8K";
 constexpr double kFlashTargetUs = 250.0, kProTargetUs = 400.0;
-double target_us(const std::string& model, const std::string& case_name, bool cached) {
-  if (!cached || case_name != kTargetCase) return 0;
-  return model == "flash" ? kFlashTargetUs : model == "pro" ? kProTargetUs : 0.0;
-}
+// Issue 12's targets (wall us, H200): Flash prefill 8K split <= 200, tail-only <= 240; Pro
+// prefill 8K split <= 500.
+constexpr double kFlashSplitTargetUs = 200.0, kFlashTailTargetUs = 240.0, kProSplitTargetUs = 500.0;
 
 struct StepConfig {
   opt::Backend backend;
   std::string model;
   std::string case_name;
   bool cached;
+  opt::SharingMode mode = opt::SharingMode::kSeed;
+  bool one_launch = false;  // build_cacheable_together first (SPEC §8 one launch)
   std::string staging_key() const {
     return std::string(timing_prefix(backend)) + "/" + model + "/" + case_name;
   }
+  // uncached, cached (the seed's names, unchanged), cached_one_launch, split, tail, ..._one_launch
+  std::string variant() const {
+    if (!cached) return "uncached";
+    const std::string base = mode == opt::SharingMode::kSeed ? "cached" : opt::sharing_mode_name(mode);
+    return base + (one_launch ? "_one_launch" : "");
+  }
   std::string name() const {
-    return std::string(timing_prefix(backend)) + "/step/" + model + "/" + case_name + "/" +
-           (cached ? "cached" : "uncached");
+    return std::string(timing_prefix(backend)) + "/step/" + model + "/" + case_name + "/" + variant();
   }
 };
+
+double target_us(const StepConfig& cfg) {
+  if (!cfg.cached || cfg.case_name != kTargetCase) return 0;
+  const bool flash = cfg.model == "flash", pro = cfg.model == "pro";
+  switch (cfg.mode) {
+    case opt::SharingMode::kSeed:
+      return flash ? kFlashTargetUs : pro ? kProTargetUs : 0.0;
+    case opt::SharingMode::kSplit:
+      return flash ? kFlashSplitTargetUs : pro ? kProSplitTargetUs : 0.0;
+    case opt::SharingMode::kTailOnly:
+      return flash ? kFlashTailTargetUs : 0.0;
+  }
+  return 0;
+}
+
+// The step's byte floor in each mode: the bytes of every build the mode makes, each of its
+// part (bench/build_bytes.h). Every C4A layer of a benchmark step carries the same indexer
+// output, so a kind's bytes are its first layer's.
+struct StepFloors {
+  int64_t uncached = 0, seed = 0, split = 0, tail = 0, tail_one_launch = 0;
+  int64_t bytes(const StepConfig& cfg) const {
+    if (!cfg.cached) return uncached;
+    switch (cfg.mode) {
+      case opt::SharingMode::kSeed: return seed;
+      case opt::SharingMode::kSplit: return split;
+      case opt::SharingMode::kTailOnly: return cfg.one_launch ? tail_one_launch : tail;
+    }
+    return 0;
+  }
+};
+
+StepFloors step_floors(const harness::StepShape& shape, const ref::ModelSchedule& schedule) {
+  const HostStep host = make_host_step(shape, schedule);
+  StepFloors f;
+  int64_t whole[3] = {0, 0, 0}, compressed[3] = {0, 0, 0}, window = 0;
+  int64_t layers_of[3] = {0, 0, 0};
+  for (int32_t l = 0; l < schedule.num_layers(); ++l) {
+    const auto kind = static_cast<size_t>(ref::layer_kind_from_ratio(schedule.compress_ratios[static_cast<size_t>(l)]));
+    if (layers_of[kind]++ > 0) continue;
+    const ref::BuilderInputs in = bench_layer_inputs(host.step, schedule, host.c4a_per_layer, l);
+    whole[kind] = build_bytes(in).total();
+    compressed[kind] = build_bytes(in, BuildColumns::kCompressed).total();
+    window = build_bytes(ref::window_segment_inputs(in), BuildColumns::kWindow).total();
+  }
+  const auto c4a = static_cast<size_t>(ref::LayerKind::kC4A);
+  for (size_t k = 0; k < 3; ++k) {
+    f.uncached += layers_of[k] * whole[k];
+    const bool present = layers_of[k] > 0;
+    if (k == c4a) {
+      f.seed += layers_of[k] * whole[k];
+      f.split += layers_of[k] * compressed[k];
+      f.tail += present ? whole[k] + (layers_of[k] - 1) * compressed[k] : 0;
+      f.tail_one_launch += present ? window + layers_of[k] * compressed[k] : 0;
+    } else {
+      f.seed += present ? whole[k] : 0;
+      f.split += present ? compressed[k] : 0;
+      f.tail += present ? whole[k] : 0;
+      f.tail_one_launch += present ? whole[k] : 0;
+    }
+  }
+  if (schedule.num_layers() > 0) f.split += window;  // the one SWA segment
+  return f;
+}
 
 // Process-wide state besides bench_device(), torn down before it by the shared main().
 struct Run {
   std::map<opt::Backend, std::unique_ptr<opt::MixedSparseIndicesBuilder>> builders;
   std::string staged_key;
   std::unique_ptr<StagedStep> staged;  // the most recent (backend, model, case) only
+  StepFloors floors;                   // of the staged step
   std::string staging_error;
   bool programmatic_launch = true;  // off: --no_programmatic_launch
+  double copy_gbps = 0;             // the run's device-to-device copy bandwidth (CUDA)
   void tear_down() {
     staged.reset();
     builders.clear();
@@ -101,6 +182,7 @@ const StagedStep* staged_step(const StepConfig& cfg) {
     try {
       r.staged = stage_step(cfg.backend, bench_case(cfg.case_name).shape,
                             model_schedule(cfg.model), /*keep_host=*/false);
+      r.floors = step_floors(bench_case(cfg.case_name).shape, model_schedule(cfg.model));
     } catch (const std::exception& e) {
       r.staging_error = cfg.staging_key() + ": staging failed: " + e.what();
     }
@@ -118,20 +200,40 @@ int cpu_iterations(const BenchCase& c, const ref::ModelSchedule& model) {
 
 struct StepTiming {
   double device_us = 0, host_us = 0;
-  int64_t builder_calls = 0, content_errors = 0;
+  int64_t builder_calls = 0, launches = 0, content_errors = 0;
 };
 
-// Every layer's indices through `indexer`, as an engine's forward pass asks for them.
-void index_every_layer(opt::StepIndexer& indexer, const StagedStep& s) {
+// The first C4A layer: its inputs give a tail-only one launch the buffer's shape.
+const opt::C4aLayerInputs* first_c4a(const StagedStep& s) {
+  for (int32_t l = 0; l < s.schedule.num_layers(); ++l)
+    if (s.staged->c4a(l) != nullptr) return s.staged->c4a(l);
+  return nullptr;
+}
+
+// Every layer's indices through `indexer`, as an engine's forward pass asks for them, in the
+// config's mode.
+void index_every_layer(opt::StepIndexer& indexer, const StagedStep& s, const StepConfig& cfg) {
   const std::vector<int32_t>& ratios = s.schedule.compress_ratios;
+  if (cfg.one_launch) indexer.build_cacheable_together(ratios, first_c4a(s));
   for (int32_t l = 0; l < static_cast<int32_t>(ratios.size()); ++l) {
-    keep(
-        indexer.layer_indices(ratios[static_cast<size_t>(l)], s.staged->c4a(l)).sparse_indices);
+    const int32_t ratio = ratios[static_cast<size_t>(l)];
+    switch (cfg.mode) {
+      case opt::SharingMode::kSeed:
+        keep(indexer.layer_indices(ratio, s.staged->c4a(l)).sparse_indices);
+        break;
+      case opt::SharingMode::kSplit:
+        keep(indexer.layer_split_indices(ratio, s.staged->c4a(l)).compressed.sparse_indices);
+        break;
+      case opt::SharingMode::kTailOnly:
+        keep(indexer.layer_tail_indices(ratio, s.staged->c4a(l)).get().sparse_indices);
+        break;
+    }
   }
 }
 
 // The step's counts (content errors: after a sync), then its outputs released.
 void finish_step(opt::StepIndexer& indexer, StepTiming* out) {
+  out->launches = indexer.cache().launches();
   out->builder_calls = indexer.cache().builder_calls();
   out->content_errors = indexer.content_errors();
   indexer.end_step();
@@ -149,8 +251,8 @@ StepTiming run_step(const StepConfig& cfg, const StagedStep& s, double head_star
   }
   StepTiming out;
   const double t0 = now_us();
-  opt::StepIndexer indexer(b, s.staged->inputs(), opt::CacheOptions{cfg.cached, false});
-  index_every_layer(indexer, s);
+  opt::StepIndexer indexer(b, s.staged->inputs(), opt::CacheOptions{cfg.cached, false}, cfg.mode);
+  index_every_layer(indexer, s, cfg);
   out.host_us = now_us() - t0;
   out.device_us = out.host_us;
   if (timer != nullptr) {
@@ -170,8 +272,8 @@ StepTiming run_step_wall(const StepConfig& cfg, const StagedStep& s, CompletionE
   bench_device().stream->synchronize();
   StepTiming out;
   const double t0 = now_us();
-  opt::StepIndexer indexer(b, s.staged->inputs(), opt::CacheOptions{cfg.cached, false});
-  index_every_layer(indexer, s);
+  opt::StepIndexer indexer(b, s.staged->inputs(), opt::CacheOptions{cfg.cached, false}, cfg.mode);
+  index_every_layer(indexer, s, cfg);
   done->record(stream);
   done->wait();
   out.host_us = out.device_us = now_us() - t0;
@@ -186,15 +288,25 @@ void BM_step(benchmark::State& state, StepConfig cfg) {
     return;
   }
   const bool cuda = cfg.backend == opt::Backend::kCuda;
-  const int64_t expected_calls = harness::expected_builder_calls(s->schedule, cfg.cached);
+  harness::StepCase shape_only;  // the schedule and the C4A widths: what the call counts depend on
+  shape_only.schedule = s->schedule;
+  shape_only.c4a_per_layer.resize(static_cast<size_t>(s->schedule.num_layers()));
+  for (ref::C4aIndexerOutput& c4a : shape_only.c4a_per_layer) {
+    c4a.decode_local.resize(0, s->schedule.c4a_topk);
+    c4a.prefill_topk.resize(0, s->schedule.c4a_topk);
+  }
+  const harness::ExpectedCalls expected =
+      harness::expected_calls(harness::sharing_plan(shape_only), cfg.mode, cfg.one_launch, cfg.cached);
+  const int64_t expected_calls = expected.builds;
   double device_total = 0, host_total = 0, wall_total = 0, head_start_us = 1000;
   int64_t n = 0, host_late = 0;
   // A wrong count or a content error in either run skips the benchmark; true when all is well.
   auto checked = [&](const StepTiming& t, const char* which) {
-    if (t.builder_calls == expected_calls && t.content_errors == 0) return true;
+    if (t.builder_calls == expected_calls && t.launches == expected.launches && t.content_errors == 0) return true;
     state.SkipWithError((cfg.name() + " (" + which + " run): " + std::to_string(t.builder_calls) +
                          " builder calls (expected " + std::to_string(expected_calls) + "), " +
-                         std::to_string(t.content_errors) + " content errors")
+                         std::to_string(t.launches) + " launches (expected " + std::to_string(expected.launches) +
+                         "), " + std::to_string(t.content_errors) + " content errors")
                             .c_str());
     return false;
   };
@@ -240,11 +352,15 @@ void BM_step(benchmark::State& state, StepConfig cfg) {
   state.counters["dev_plus_host_us"] = total_us;
   state.counters["wall_us"] = wall_us;
   state.counters["builder_calls"] = static_cast<double>(expected_calls);
+  state.counters["launches"] = static_cast<double>(expected.launches);
   state.counters["layers"] = s->schedule.num_layers();
+  const double floor_bytes = static_cast<double>(run().floors.bytes(cfg));
+  state.counters["floor_bytes"] = floor_bytes;
+  if (cuda && run().copy_gbps > 0) state.counters["floor_us"] = floor_bytes / (run().copy_gbps * 1e3);
   if (cuda) state.counters["gpu_waited_on_host"] = static_cast<double>(host_late) / static_cast<double>(n);
   std::ostringstream label;
   label << (cuda ? "CUDA events, L2 flushed" : "CPU timings (host backend)");
-  const double target = target_us(cfg.model, cfg.case_name, cfg.cached);
+  const double target = target_us(cfg);
   if (target > 0) {
     state.counters["target_us"] = target;
     label << "; target<=" << target << "us: dev+host " << static_cast<int>(total_us + 0.5) << "us "
@@ -397,11 +513,22 @@ void register_benchmarks(const BackendChoice& backends) {
       }
     }
   }
+  // The seed's uncached and cached steps first (their names unchanged), then the SPEC §8 modes.
+  const StepConfig variants[] = {
+      {opt::Backend::kHost, "", "", false},
+      {opt::Backend::kHost, "", "", true},
+      {opt::Backend::kHost, "", "", true, opt::SharingMode::kSeed, true},
+      {opt::Backend::kHost, "", "", true, opt::SharingMode::kSplit, false},
+      {opt::Backend::kHost, "", "", true, opt::SharingMode::kSplit, true},
+      {opt::Backend::kHost, "", "", true, opt::SharingMode::kTailOnly, false},
+      {opt::Backend::kHost, "", "", true, opt::SharingMode::kTailOnly, true}};
   for (opt::Backend backend : backends.list()) {
     for (const BenchCase& c : bench_cases()) {
       for (const std::string& model : model_names()) {
-        for (bool cached : {false, true}) {
-          const StepConfig cfg{backend, model, c.name, cached};
+        for (StepConfig cfg : variants) {
+          cfg.backend = backend;
+          cfg.model = model;
+          cfg.case_name = c.name;
           benchmark::RegisterBenchmark(cfg.name().c_str(), BM_step, cfg)
               ->UseManualTime()
               ->Iterations(backend == opt::Backend::kCuda ? kCudaIterations
@@ -423,11 +550,19 @@ BenchProgram bench_program() {
   p.take_flags = [](int* argc, char** argv) {
     run().programmatic_launch = !take_flag(argc, argv, "--no_programmatic_launch");
   };
-  p.start = [](const BackendChoice&) {
+  p.start = [](const BackendChoice& backends) {
     std::printf("step_bench: targets (H200): Flash %s cached <= %.0f us, Pro <= %.0f us, "
-                "judged on device+host (sum) and on the end-to-end wall time\n",
-                kTargetCase, kFlashTargetUs, kProTargetUs);
+                "judged on device+host (sum) and on the end-to-end wall time; SPEC §8 modes: Flash split <= %.0f us, "
+                "tail <= %.0f us, Pro split <= %.0f us\n",
+                kTargetCase, kFlashTargetUs, kProTargetUs, kFlashSplitTargetUs, kFlashTailTargetUs, kProSplitTargetUs);
     benchmark::AddCustomContext("dsv4_programmatic_launch", run().programmatic_launch ? "on" : "off");
+    if (backends.cuda) {  // the byte floors' bandwidth
+      const CopyBandwidth copy = measure_copy_bandwidth(size_t{1} << 30, 9, bench_device().stream->get());
+      run().copy_gbps = copy.median_gbps;
+      std::printf("step_bench: D2D copy bandwidth (1 GiB, read+write, median of %zu) = %.1f GB/s\n",
+                  copy.samples_us.size(), copy.median_gbps);
+      benchmark::AddCustomContext("dsv4_copy_bw_GBps", std::to_string(copy.median_gbps));
+    }
   };
   p.register_benchmarks = register_benchmarks;
   p.tear_down = [] { run().tear_down(); };

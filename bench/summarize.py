@@ -28,7 +28,7 @@ CASE_ORDER = ["decode64_ctx8K", "decode64_ctx32K", "decode256_ctx8K", "decode256
 COUNTERS = ["device_us", "host_us", "bytes", "GBps", "pct_of_copy_bw", "copy_GBps",
             "dev_plus_host_us", "builder_calls", "layers", "gpu_waited_on_host",
             "startup_median_GBps", "tokens", "width", "wall_us", "arg_bytes", "target_us",
-            "wall_target_us", "host_target_us"]
+            "wall_target_us", "host_target_us", "launches", "floor_bytes", "floor_us"]
 
 
 def load(path):
@@ -339,10 +339,44 @@ def step_section(doc, lines, targets, floor_notes, peer=None, peer_ctx=None):
                         targets.append((f"{key[1]} prefill 8K step, {path_note[path]}, {definition}", key[0],
                                         r.get(counter), target))
         lines.append("")
+    modes_section(steps, lines, targets)
     graph_section(runs, lines, targets, steps, peer)
     if peer is not None:
         peer_step_table(steps, peer, peer_ctx, lines)
     return [(n, r["error"]) for n, r in runs.items() if "error" in r]
+
+
+MODE_VARIANTS = ("cached", "cached_one_launch", "split", "split_one_launch", "tail", "tail_one_launch")
+
+
+def modes_section(steps, lines, targets):
+    """step_bench's SPEC §8 modes (issue 12) beside the seed's cached step: wall us, the byte
+    floor at the run's copy bandwidth, builds and launches per step."""
+    keys = [k for k in steps if any(v in steps[k] for v in MODE_VARIANTS[1:])]
+    if not keys:
+        return
+    lines.append("## Step: SPEC §8 sharing modes against the seed (cached)\n")
+    lines.append("- wall us as above; floor = the bytes the mode's builds must move (each build's part) at the "
+                 "run's D2D copy bandwidth (CUDA only); builds / launches per step\n")
+    lines.append("| timing | model | case | mode | builds / launches | wall us | floor us | floor MB | saved vs seed (wall) |")
+    lines.append("|---|---|---|---|---:|---:|---:|---:|---:|")
+    for key in sorted(keys, key=lambda k: (k[0], k[1], CASE_ORDER.index(k[2]) if k[2] in CASE_ORDER else 99)):
+        seed_wall = steps[key].get("cached", {}).get("wall_us")
+        for variant in MODE_VARIANTS:
+            r = steps[key].get(variant)
+            if r is None:
+                continue
+            if "error" in r:
+                lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {variant} | ERROR: {r['error']} | | | | |")
+                continue
+            floor_mb = r.get("floor_bytes")
+            lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {variant} | {fmt(r.get('builder_calls'), 0)} / "
+                         f"{fmt(r.get('launches'), 0)} | {fmt(r.get('wall_us'), 1)} | {fmt(r.get('floor_us'), 1)} | "
+                         f"{fmt(floor_mb / 1e6 if floor_mb else None, 1)} | "
+                         f"{fmt(saved_pct(seed_wall, r.get('wall_us')))} % |")
+            if variant != "cached" and r.get("target_us"):
+                targets.append((f"{key[1]} prefill 8K step, {variant}, wall", key[0], r.get("wall_us"), r.get("target_us")))
+    lines.append("")
 
 
 def graph_section(runs, lines, targets, steps=None, peer=None):

@@ -66,6 +66,7 @@ BackendStep::BackendStep(opt::Backend backend, const ref::Step& step,
     const ref::C4aIndexerOutput& out = c4a_per_layer[static_cast<size_t>(layer)];
     auto inputs = std::make_unique<opt::C4aLayerInputs>();
     inputs->topk = c4a_topk(layout, layer, schedule.c4a_topk);
+    inputs->source = c4a_source(layout, layer);
     inputs->decode_local = uploads_.matrix(out.decode_local, layer_entry(layout.c4a_decode_local, layer));
     inputs->prefill_topk = uploads_.matrix(out.prefill_topk, layer_entry(layout.c4a_prefill_topk, layer));
     c4a_[static_cast<size_t>(layer)] = std::move(inputs);
@@ -89,6 +90,10 @@ HostIndices download(opt::Backend backend, const opt::BuiltIndices& built) {
       opt::copy_to_host(backend, host.sparse_indices.row(t).data(), built.sparse_indices + t * built.row_stride,
                         static_cast<size_t>(built.width) * sizeof(int32_t));
     }
+  }
+  if (built.sparse_lens == nullptr) {  // SPEC §8's SWA segment has no lengths
+    host.sparse_lens.resize(0);
+    return host;
   }
   opt::copy_to_host(backend, host.sparse_lens.data(), built.sparse_lens,
                     static_cast<size_t>(built.num_tokens) * sizeof(int32_t));

@@ -31,7 +31,8 @@ class BackendStep {
   std::vector<std::unique_ptr<opt::C4aLayerInputs>> c4a_;
 };
 
-// Copies a build's output to host matrices (sparse_indices T x width, sparse_lens T).
+// Copies a build's output to host matrices (sparse_indices T x width, sparse_lens T; no lens
+// when the build has none).
 struct HostIndices {
   ref::IndexMatrix sparse_indices;
   ref::IndexVector sparse_lens;

@@ -114,9 +114,19 @@ std::string backend_list(const std::vector<opt::Backend>& backends) {
 
 // ---- verify -------------------------------------------------------------------------------
 
+// SPEC §8 sharing modes by their command-line names; "all": every one.
+std::vector<opt::SharingMode> parse_modes(const std::string& name) {
+  if (name == "split") return {opt::SharingMode::kSplit};
+  if (name == "tail") return {opt::SharingMode::kTailOnly};
+  if (name == "all") return {opt::SharingMode::kSeed, opt::SharingMode::kSplit, opt::SharingMode::kTailOnly};
+  return {opt::SharingMode::kSeed};  // "seed" (CLI11 allows nothing else)
+}
+
 int run_verify_command(VerifyOptions o, bool quiet, const std::string& schedule_arg, const std::string& backend_arg,
-                       std::ostream& out, std::ostream& err) {
+                       const std::string& mode_arg, std::ostream& out, std::ostream& err) {
   o.progress = !quiet;
+  o.mode_arg = mode_arg;
+  o.modes = parse_modes(mode_arg);
   o.schedule_arg = schedule_arg;
   o.schedules = schedule_arg == "all" ? VerifyOptions().schedules
                                       : std::vector<ScheduleChoice>{*parse_schedule_choice(schedule_arg)};
@@ -134,7 +144,9 @@ int run_verify_command(VerifyOptions o, bool quiet, const std::string& schedule_
       << (o.corrupted_every > 0
               ? "every " + std::to_string(o.corrupted_every) + "-th step corrupted (its content errors must match), "
               : std::string())
-      << "backends: " << backend_list(o.backends) << "\n"
+      << "backends: " << backend_list(o.backends)
+      << (o.mode_arg == "seed" ? std::string() : ", modes: " + o.mode_arg + " (index sources drawn, one launch checked)")
+      << "\n"
       << std::flush;
   if (o.only_step >= 0) {  // a single step: say what it is
     const StepPlan plan = plan_step(o, o.only_step);
@@ -278,7 +290,7 @@ int run_dsv4(const std::vector<std::string>& args, std::ostream& out, std::ostre
 
   // verify
   VerifyOptions vo;
-  std::string schedule_arg = "all", backend_arg = "all";
+  std::string schedule_arg = "all", backend_arg = "all", mode_arg = "seed";
   bool quiet = false;
   int64_t max_tokens = vo.limits.max_tokens;
   uint64_t max_step_bytes = vo.resources.max_step_output_bytes;
@@ -313,6 +325,14 @@ int run_dsv4(const std::vector<std::string>& args, std::ostream& out, std::ostre
   verify->add_option("--backend", backend_arg, "all: every backend present")
       ->check(CLI::IsMember({"host", "cuda", "all"}).description(""))
       ->type_name("host|cuda|all")
+      ->capture_default_str();
+  verify
+      ->add_option("--mode", mode_arg,
+                   "SPEC §8 sharing modes: seed (SPEC §5's per-kind cache), split (two\n"
+                   "segments, one SWA segment per step), tail (tail-only C4A builds); every\n"
+                   "mode but seed draws index sources and checks one launch too; all: the three")
+      ->check(CLI::IsMember({"seed", "split", "tail", "all"}).description(""))
+      ->type_name("seed|split|tail|all")
       ->capture_default_str();
   verify->add_option("--max-tokens", max_tokens, "tokens per step at most")
       ->check(integer_in(1, kMaxTokensPerStep))
@@ -418,7 +438,7 @@ int run_dsv4(const std::vector<std::string>& args, std::ostream& out, std::ostre
       vo.limits.max_tokens = static_cast<int32_t>(max_tokens);
       vo.resources.max_step_output_bytes = max_step_bytes;
       vo.make_builder = make_builder;
-      return run_verify_command(vo, quiet, schedule_arg, backend_arg, out, err);
+      return run_verify_command(vo, quiet, schedule_arg, backend_arg, mode_arg, out, err);
     }
     if (command == "replay") {
       return run_replay_command(replay_dir, replay_backend, allow_content_errors, limits, make_builder, out, err);

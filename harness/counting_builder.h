@@ -16,7 +16,14 @@ class CountingBuilder final : public opt::MixedSparseIndicesBuilder {
   opt::Backend backend() const override { return inner_.backend(); }
   opt::BuiltIndices build(const opt::BuildRequest& request) override {
     ++build_calls_;
+    ++launches_;
     return inner_.build(request);
+  }
+  // SPEC §8 one launch: `count` builds, one call.
+  void build_together(const opt::BuildRequest* requests, int count, opt::BuiltIndices* out) override {
+    build_calls_ += count;
+    ++launches_;
+    inner_.build_together(requests, count, out);
   }
   int64_t take_content_errors() override { return inner_.take_content_errors(); }
   void release_outputs() override {
@@ -26,12 +33,14 @@ class CountingBuilder final : public opt::MixedSparseIndicesBuilder {
   void begin_recording() override { inner_.begin_recording(); }
   std::unique_ptr<opt::RecordedBuilds> end_recording() override { return inner_.end_recording(); }
 
-  int64_t build_calls() const { return build_calls_; }  // since construction
+  int64_t build_calls() const { return build_calls_; }  // builds since construction
+  int64_t launches() const { return launches_; }  // build() and build_together() calls
   int64_t releases() const { return releases_; }
 
  private:
   opt::MixedSparseIndicesBuilder& inner_;
   int64_t build_calls_ = 0;
+  int64_t launches_ = 0;
   int64_t releases_ = 0;
 };
 

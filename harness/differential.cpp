@@ -11,6 +11,8 @@
 #include "harness/backend_step.h"
 #include "harness/compare_build.h"
 #include "harness/graph_step.h"
+#include "harness/sharing_check.h"
+#include "harness/sharing_plan.h"
 #include "optimized/cuda_builder.h"
 #include "optimized/host_builder.h"
 #include "optimized/step_graph.h"
@@ -86,7 +88,8 @@ void run_path(Path path, const StepCase& c, const std::vector<ref::BuilderOutput
   // rebuilds each hit once more, so the builder then sees one call per layer and the cache's
   // own count of real builds is checked too.
   const int64_t calls = builder.build_calls() - calls_before;
-  const int64_t expected_builds = path == Path::kUncached ? layers : expected_builder_calls(c.schedule, true);
+  const SharingPlan plan = sharing_plan(c);  // index sources (SPEC §8) cache C4A layers too
+  const int64_t expected_builds = path == Path::kUncached ? layers : plan.groups;
   const int64_t builds = options.verify_on_hit ? indexer.cache().builder_calls() : calls;
   (path == Path::kUncached ? totals.calls_uncached : totals.calls_cached) += builds;
   if (path == Path::kUncached) totals.content_errors += errors_so_far;
@@ -102,7 +105,7 @@ void run_path(Path path, const StepCase& c, const std::vector<ref::BuilderOutput
   }
 
   // Read back only now: a later layer's build must not have overwritten an earlier output.
-  std::vector<const opt::BuiltIndices*> first_of_kind(3, nullptr);
+  std::vector<const opt::BuiltIndices*> first_of_group(static_cast<size_t>(plan.groups), nullptr);
   for (int32_t l = 0; l < layers; ++l) {
     const auto li = static_cast<size_t>(l);
     const int32_t ratio = c.schedule.compress_ratios[li];
@@ -118,16 +121,15 @@ void run_path(Path path, const StepCase& c, const std::vector<ref::BuilderOutput
       record(m);
     }
 
-    const ref::LayerKind kind = ref::layer_kind_from_ratio(ratio);
-    if (path == Path::kCached && kind != ref::LayerKind::kC4A) {
-      const opt::BuiltIndices*& first = first_of_kind[static_cast<size_t>(kind)];
+    if (path == Path::kCached) {
+      const opt::BuiltIndices*& first = first_of_group[static_cast<size_t>(plan.group[li])];
       if (first == nullptr) {
         first = &built[li];
       } else if (first->sparse_indices != built[li].sparse_indices ||
                  first->sparse_lens != built[li].sparse_lens) {
         Mismatch m = lb;
         m.what = "buffer identity";
-        m.detail = "a cache hit returned other buffers than the first build of its kind";
+        m.detail = "a cache hit returned other buffers than the first build of its key";
         record(m);
       }
     }
@@ -232,6 +234,11 @@ class OwnStreamCudaBuilder final : public opt::MixedSparseIndicesBuilder {
 
 }  // namespace
 
+std::string totals_name(opt::Backend backend, opt::SharingMode mode) {
+  return std::string(opt::backend_name(backend)) +
+         (mode == opt::SharingMode::kSeed ? "" : std::string(" ") + opt::sharing_mode_name(mode));
+}
+
 std::vector<opt::Backend> backends_present() {
   std::vector<opt::Backend> b{opt::Backend::kHost};
   if (opt::cuda_device_present()) b.push_back(opt::Backend::kCuda);
@@ -298,6 +305,7 @@ std::string DifferentialSummary::report() const {
 DifferentialChecker::DifferentialChecker(DifferentialOptions options)
     : options_(std::move(options)) {
   backends_ = options_.backends.empty() ? backends_present() : options_.backends;
+  modes_ = options_.modes.empty() ? std::vector<opt::SharingMode>{opt::SharingMode::kSeed} : options_.modes;
   const BuilderFactory factory = options_.make_builder ? options_.make_builder : BuilderFactory(make_builder);
   for (opt::Backend b : backends_) {
     builders_.push_back(factory(b));
@@ -318,7 +326,8 @@ DifferentialSummary DifferentialChecker::check(const StepCase& c, ContentErrorPo
   summary.engine.graph = c.persistent ? 1 : 0;
   summary.engine.spans_offsets = has_span_or_offset(c.step) ? 1 : 0;
   summary.engine.persistent_tables = has_persistent_table(c) ? 1 : 0;
-  for (opt::Backend b : backends_) summary.backends.push_back(BackendTotals{opt::backend_name(b)});
+  for (opt::Backend b : backends_)
+    for (opt::SharingMode mode : modes_) summary.backends.push_back(BackendTotals{totals_name(b, mode)});
 
   Recorder reference_record(summary, nullptr);
   std::vector<ref::BuilderOutput> want;
@@ -352,27 +361,51 @@ DifferentialSummary DifferentialChecker::check(const StepCase& c, ContentErrorPo
                  " in all layers; a valid step has none (for a generated step: a generator or reference bug)";
       reference_record(m);
     }
+    const bool seed_only = modes_.size() == 1 && modes_[0] == opt::SharingMode::kSeed && !options_.one_launch;
+    const int64_t window_errors = seed_only ? 0 : window_content_errors(c);
     for (size_t i = 0; i < backends_.size(); ++i) {
-      BackendTotals& totals = summary.backends[i];
-      totals.steps = 1;
-      totals.layers = summary.layers;
-      Recorder record(summary, &totals);
-      Path path = Path::kUncached;
+      std::string path;
+      size_t row = i * modes_.size();  // summary.backends: per backend, a row per mode
       try {
         BackendStep staged(backends_[i], c.step, c.schedule, c.c4a_per_layer, c.layout);
-        run_path(Path::kUncached, c, want, staged, *counting_[i], options_.verify_on_hit, totals, record);
-        path = Path::kCached;
-        run_path(Path::kCached, c, want, staged, *counting_[i], options_.verify_on_hit, totals, record);
-        if (c.persistent) {
-          path = Path::kGraph;
-          run_graph_path(c, backends_[i], *counting_[i], policy, totals, record);
+        for (size_t mi = 0; mi < modes_.size(); ++mi) {
+          const opt::SharingMode mode = modes_[mi];
+          row = i * modes_.size() + mi;
+          BackendTotals& totals = summary.backends[row];
+          totals.steps = 1;
+          totals.layers = summary.layers;
+          Recorder record(summary, &totals);
+          if (mode == opt::SharingMode::kSeed) {
+            path = path_name(Path::kUncached);
+            run_path(Path::kUncached, c, want, staged, *counting_[i], options_.verify_on_hit, totals, record);
+            path = path_name(Path::kCached);
+            run_path(Path::kCached, c, want, staged, *counting_[i], options_.verify_on_hit, totals, record);
+            if (c.persistent) {
+              path = path_name(Path::kGraph);
+              run_graph_path(c, backends_[i], *counting_[i], policy, totals, record);
+            }
+          }
+          for (const bool one_launch : {false, true}) {
+            if (mode == opt::SharingMode::kSeed && !one_launch) continue;  // the cached path above
+            if (one_launch && !options_.one_launch) continue;
+            path = std::string(opt::sharing_mode_name(mode)) + (one_launch ? ", one launch" : "");
+            const SharingPathTotals t = check_sharing_path(mode, one_launch, c, want, window_errors, staged,
+                                                           *counting_[i], [&record](Mismatch m) { record(m); });
+            if (mode != opt::SharingMode::kSeed && !one_launch) {
+              totals.calls_uncached += summary.layers;
+              totals.calls_cached += t.builds;
+              totals.content_errors += t.content_errors;
+            }
+          }
         }
       } catch (const std::bad_alloc&) {
         throw;  // as above
       } catch (const std::exception& e) {
+        BackendTotals& totals = summary.backends.at(row);
+        Recorder record(summary, &totals);
         Mismatch m;
         m.backend = totals.backend;
-        m.path = path_name(path);
+        m.path = path;
         m.what = "exception";
         m.detail = e.what();
         record(m);

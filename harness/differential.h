@@ -8,6 +8,7 @@
 // the graph path: the whole step recorded as one StepGraph over those buffers (capacities,
 // run-time sizes, caller-owned outputs) and replayed, every layer, status word and the
 // content errors equal to the reference's checked builds of the same buffers.
+// With SPEC §8 modes chosen, each mode's paths (sharing_check.h) too.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -19,11 +20,15 @@
 #include "harness/mismatch.h"
 #include "harness/step_case.h"
 #include "optimized/builder.h"
+#include "optimized/step_indexer.h"
 
 namespace dsv4::harness {
 
 using BuilderFactory =
     std::function<std::unique_ptr<opt::MixedSparseIndicesBuilder>(opt::Backend)>;
+
+// A summary row's name: the backend's ("host"), followed by the mode's unless it is the seed.
+std::string totals_name(opt::Backend backend, opt::SharingMode mode);
 
 // Host always; CUDA when opt::cuda_device_present().
 std::vector<opt::Backend> backends_present();
@@ -41,16 +46,23 @@ struct DifferentialOptions {
   BuilderFactory make_builder;         // null: the real builders (tests inject faulty ones)
   ContentErrorPolicy content_errors = ContentErrorPolicy::kMustBeZero;
   bool verify_on_hit = false;          // the cached path with CacheOptions::verify_on_hit
+  // SPEC §8: the sharing modes checked (seed: the uncached and cached paths above; split and
+  // tail-only: their own path, sharing_check.h), and whether each mode's path is also run with
+  // its cacheable builds in one launch.
+  std::vector<opt::SharingMode> modes{opt::SharingMode::kSeed};
+  bool one_launch = false;
   size_t max_reported = 8;             // mismatches described in full per summary
 };
 
 struct BackendTotals {
-  std::string backend;
+  std::string backend;  // "host", "cuda"; a SPEC §8 mode's row: "host split", "cuda tail"
   int64_t steps = 0, layers = 0;
-  int64_t calls_uncached = 0, calls_cached = 0;  // builder calls counted by CountingBuilder
-  int64_t graph_steps = 0, calls_graph = 0;      // steps recorded as a StepGraph, their builds
+  // builder calls counted by CountingBuilder; a mode's row: one per layer, and the builds of
+  // the mode's path
+  int64_t calls_uncached = 0, calls_cached = 0;
+  int64_t graph_steps = 0, calls_graph = 0;  // steps recorded as a StepGraph, their builds
   int64_t mismatches = 0;
-  int64_t content_errors = 0;                    // counted by the uncached path
+  int64_t content_errors = 0;  // counted by the uncached path (a mode's row: by the mode's path)
 };
 
 // How many steps used SPEC §7 engine layouts.
@@ -93,6 +105,7 @@ class DifferentialChecker {
  private:
   DifferentialOptions options_;
   std::vector<opt::Backend> backends_;
+  std::vector<opt::SharingMode> modes_;
   std::vector<std::unique_ptr<opt::MixedSparseIndicesBuilder>> builders_;
   std::vector<std::unique_ptr<CountingBuilder>> counting_;  // one around each builder
 };

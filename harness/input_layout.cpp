@@ -39,6 +39,11 @@ int32_t c4a_topk(const StepLayout& layout, int32_t layer, int32_t schedule_topk)
   return l < layout.c4a_topk.size() && layout.c4a_topk[l] >= 0 ? layout.c4a_topk[l] : schedule_topk;
 }
 
+int32_t c4a_source(const StepLayout& layout, int32_t layer) {
+  const auto l = static_cast<size_t>(layer);
+  return l < layout.c4a_source.size() && layout.c4a_source[l] >= 0 ? layout.c4a_source[l] : -1;
+}
+
 void apply_layout(const StepLayout& layout, int32_t layer, ref::BuilderInputs& in) {
   if (in.ratio == 4) {
     in.topk = c4a_topk(layout, layer, in.topk);
@@ -64,6 +69,8 @@ std::string describe(const StepLayout& layout) {
     describe_matrix(os, "layer " + std::to_string(l) + " prefill_topk", layout.c4a_prefill_topk[l]);
   for (size_t l = 0; l < layout.c4a_topk.size(); ++l)
     if (layout.c4a_topk[l] >= 0) os << "; layer " << l << " top-k " << layout.c4a_topk[l];
+  for (size_t l = 0; l < layout.c4a_source.size(); ++l)
+    if (layout.c4a_source[l] >= 0) os << "; layer " << l << " index source " << layout.c4a_source[l];
   if (layout.drop_decode_valid) os << "; no decode_valid";
   if (layout.drop_c128a_decode_lens) os << "; no C128A decode lens";
   if (layout.drop_c4a_table) os << "; C4A through the SWA table";

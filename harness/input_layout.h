@@ -49,11 +49,15 @@ struct StepLayout {
   bool drop_c128a_decode_lens = false;  // C128A decode lengths are then Kd = E
   bool drop_c4a_table = false;          // C4A lookups through the SWA table (SPEC §2)
   bool drop_c128a_table = false;        // C128A lookups through the SWA table
+  // SPEC §8 index sources, by layer; missing or < 0: the C4A layer names none. Layers of one
+  // source carry the same indexer output (index_sources.h draws them so).
+  std::vector<int32_t> c4a_source;
 };
 
 // Per-layer entries (MatrixLayout{} and -1 where a vector is short).
 MatrixLayout layer_entry(const std::vector<MatrixLayout>& by_layer, int32_t layer);
 int32_t c4a_topk(const StepLayout& layout, int32_t layer, int32_t schedule_topk);
+int32_t c4a_source(const StepLayout& layout, int32_t layer);  // -1: none
 
 // The reference's inputs of `layer` as `layout` stages them: the dropped inputs left out,
 // the layer's own top-k (a ref::LayerInputsEdit).

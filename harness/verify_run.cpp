@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "harness/errors.h"
+#include "harness/index_sources.h"
 
 namespace dsv4::harness {
 namespace {
@@ -37,6 +38,10 @@ void require_range(const char* option, int64_t value, int64_t min, int64_t max) 
   }
 }
 
+bool seed_mode_only(const VerifyOptions& o) {
+  return o.modes.size() == 1 && o.modes[0] == opt::SharingMode::kSeed;
+}
+
 }  // namespace
 
 void validate_verify_options(const VerifyOptions& o) {
@@ -47,6 +52,7 @@ void validate_verify_options(const VerifyOptions& o) {
   require_range("--corrupted-every", o.corrupted_every, 0, kMaxCorruptedEvery);
   if (o.jobs != 0) require_range("--jobs", o.jobs, 1, kMaxJobs);
   if (o.schedules.empty()) throw InputError("--schedule: no schedule chosen");
+  if (o.modes.empty()) throw InputError("--mode: no mode chosen");
   if (o.resources.max_step_output_bytes < kMinStepOutputBytes ||
       o.resources.max_step_output_bytes > kMaxStepOutputBytes) {
     throw InputError("--max-step-bytes " + std::to_string(o.resources.max_step_output_bytes) +
@@ -69,7 +75,10 @@ StepPlan plan_step(const VerifyOptions& o, int64_t step) {
 StepCase draw_planned_step(const VerifyOptions& o, const StepPlan& plan) {
   const rc::Gen<StepCase> gen = plan.corrupted ? gen_corrupted_step_case(plan.schedule, o.limits)
                                                : gen_step_case(plan.schedule, o.limits);
-  return draw(gen, plan.seed, plan.size);
+  StepCase c = draw(gen, plan.seed, plan.size);
+  // SPEC §8 modes: index sources from a seed of their own (the step is the seed mode's).
+  if (!seed_mode_only(o)) c = draw(gen_index_sources(std::move(c)), splitmix64(plan.seed), plan.size);
+  return c;
 }
 
 std::string replay_command(const VerifyOptions& o, int64_t step) {
@@ -77,6 +86,7 @@ std::string replay_command(const VerifyOptions& o, int64_t step) {
   std::ostringstream os;
   os << "dsv4 verify --seed " << o.seed << " --schedule " << o.schedule_arg << " --backend "
      << o.backend_arg << " --max-tokens " << o.limits.max_tokens;
+  if (o.mode_arg != defaults.mode_arg) os << " --mode " << o.mode_arg;
   if (o.max_size != defaults.max_size) os << " --max-size " << o.max_size;
   if (o.corrupted_every != defaults.corrupted_every) os << " --corrupted-every " << o.corrupted_every;
   if (o.resources.max_step_output_bytes != defaults.resources.max_step_output_bytes) {
@@ -121,6 +131,8 @@ VerifyResult run_verify(const VerifyOptions& o, std::ostream& progress) {
       DifferentialOptions options;
       options.backends = o.backends;
       options.make_builder = o.make_builder;
+      options.modes = o.modes;
+      options.one_launch = !seed_mode_only(o);
       DifferentialChecker checker(options);
       DifferentialSummary local;
       for (int64_t i = next++; i < last; i = next++) {
@@ -244,7 +256,10 @@ void print_summary_table(std::ostream& os, const DifferentialSummary& s, double 
   // SPEC §7 engine layouts: how many steps used them, and the graph path's builds per backend.
   os << "  SPEC §7: " << s.engine.graph << " of " << s.steps
      << " steps also in persistent buffers, recorded as a step graph and replayed with run-time sizes (builds:";
-  for (const BackendTotals& b : s.backends) os << " " << b.backend << " " << b.calls_graph;
+  for (const BackendTotals& b : s.backends) {
+    // The graph path runs with the seed mode: a SPEC §8 mode's row ("host split") has none.
+    if (b.backend.find(' ') == std::string::npos) os << " " << b.backend << " " << b.calls_graph;
+  }
   os << "); " << s.engine.spans_offsets << " with block spans or base offsets; " << s.engine.persistent_tables
      << " with block tables past R or strided\n";
   os << "  result: " << (!result.empty() ? result : s.ok() ? "PASS" : "FAIL") << ", " << s.mismatches() << " mismatch(es) in "

@@ -30,6 +30,11 @@ struct VerifyOptions {
   std::string schedule_arg = "all";    // as given on the command line (for replay lines)
   std::string backend_arg = "all";
   std::vector<opt::Backend> backends;  // empty: every backend present
+  // SPEC §8 sharing modes checked on every step (seed: SPEC §5's uncached and cached paths).
+  // Any other mode also draws index sources for the C4A layers of each step and checks every
+  // mode's path with its cacheable builds in one launch as well.
+  std::vector<opt::SharingMode> modes{opt::SharingMode::kSeed};
+  std::string mode_arg = "seed";
   StepLimits limits{256, 16, 20000, 0};
   int max_size = 100;                  // RapidCheck size of step i: i % (max_size + 1)
   int corrupted_every = 10;            // every k-th step is a corrupted step; 0: none

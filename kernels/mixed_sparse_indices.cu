@@ -5,6 +5,7 @@
 #include "kernels/mixed_sparse_indices_launch.h"
 #include "kernels/mixed_sparse_indices_policy.h"
 #include "kernels/mixed_sparse_indices_row.h"
+#include "kernels/multi_build.h"
 
 namespace dsv4::kernels {
 namespace {
@@ -69,11 +70,12 @@ __device__ __forceinline__ int32_t group_sum(int32_t value) {
 // kChecked (SPEC §7 run-time sizes): the grid covers the row capacity T_cap; the step's T, D
 // and R are read first (resolve_run_time_sizes), rows [T, T_cap) are padding and rows whose
 // metadata breaks the checks are written -1 (plan_row<true>).
+// `cta`: the CTA's index among the build's CTAs (blockIdx.x for a launch of one build).
 template <int kGroupThreads, int kChunks, bool kPowerOfTwo, bool kVec4, RowKinds kRows, bool kChecked>
-__device__ __forceinline__ void build_cta_rows(const MixedSparseIndicesArgs& args) {
+__device__ __forceinline__ void build_cta_rows(const MixedSparseIndicesArgs& args, uint32_t cta) {
   constexpr int32_t kRowsPerCta = kCta / kGroupThreads;
   const int32_t rank = static_cast<int32_t>(threadIdx.x) % kGroupThreads;
-  const int64_t t = static_cast<int64_t>(blockIdx.x) * kRowsPerCta + threadIdx.x / kGroupThreads;
+  const int64_t t = static_cast<int64_t>(cta) * kRowsPerCta + threadIdx.x / kGroupThreads;
   const bool active = t < args.num_tokens;
   int32_t errors = 0;
   RowShare share{};
@@ -100,10 +102,21 @@ __global__ void __launch_bounds__(kCta, Policy::min_ctas_per_sm(kChunks)) mixed_
   if constexpr (kChecked) {
     MixedSparseIndicesArgs step = args;  // the capacities replaced by the step's sizes
     resolve_run_time_sizes(step);
-    build_cta_rows<kGroupThreads, kChunks, kPowerOfTwo, kVec4, kRows, true>(step);
+    build_cta_rows<kGroupThreads, kChunks, kPowerOfTwo, kVec4, kRows, true>(step, blockIdx.x);
   } else {
-    build_cta_rows<kGroupThreads, kChunks, kPowerOfTwo, kVec4, kRows, false>(args);
+    build_cta_rows<kGroupThreads, kChunks, kPowerOfTwo, kVec4, kRows, false>(args, blockIdx.x);
   }
+}
+
+// SPEC §8 one launch: several builds of one step, build b in its own range of CTAs (rows to
+// groups as above, with one group size for all). The builds' arguments are read in place from
+// the parameter space (__grid_constant__), so indexing them by b copies nothing.
+template <int kGroupThreads, int kChunks, bool kPowerOfTwo, bool kVec4, RowKinds kRows>
+__global__ void __launch_bounds__(kCta, Policy::min_ctas_per_sm(kChunks))
+    multi_build_kernel(const __grid_constant__ MultiBuildArgs m) {
+  begin_after_prior_grid();
+  const int b = build_of_cta(m, blockIdx.x);
+  build_cta_rows<kGroupThreads, kChunks, kPowerOfTwo, kVec4, kRows, false>(m.builds[b], blockIdx.x - m.first_cta[b]);
 }
 
 // SPEC §7 status of a step's metadata: the threads of one CTA (any size) check every request
@@ -165,7 +178,8 @@ enum class DecodeForm : uint8_t { kWindowOnly, kGlobal, kLocal };
 // A decode build lasts a few us and its code is cold after every other kernel: instruction
 // fetch dominated it in the group kernel (bench/results/), so this kernel is kept short; its
 // loads (token_to_req, the chunk's input) are in flight together, then the table. The same
-// values as the row logic (finish_chunk, row_length), written out for the three forms.
+// values as the row logic (finish_chunk, row_length), written out for the three forms. Thread
+// k owns the k-th chunk of the columns the build writes (SPEC §8 parts: first_column on).
 // kChecked (SPEC §7, a decode graph: no prefill capacity): the grid covers T_cap rows; the
 // step's sizes are loaded with the row's first loads (reads stay inside the capacities), rows
 // [T, T_cap) are padding, a row whose metadata breaks the checks (row_metadata_valid, its
@@ -184,7 +198,8 @@ __global__ void __launch_bounds__(Policy::kDecodeRowMaxChunks)
   }
   const int32_t t = static_cast<int32_t>(blockIdx.x);
   const int32_t k = static_cast<int32_t>(threadIdx.x);
-  const int32_t c0 = 4 * k;
+  const int32_t c0 = args.first_column + 4 * k;
+  const bool written = c0 < args.end_column;  // threads past the part: nothing read, looked up or stored
   const int32_t j0 = c0 - args.window;  // the chunk's first compressed column (< 0: window)
   // Unchecked, row t is a decode row; checked, t < T_cap and the inputs hold D_cap rows.
   const bool has_input_row = !kChecked || t < args.num_decode_tokens;
@@ -198,7 +213,8 @@ __global__ void __launch_bounds__(Policy::kDecodeRowMaxChunks)
   int32_t v[4] = {-1, -1, -1, -1};
   int32_t length_input = 1;  // decode_compressed_lens[t] (global) or decode_valid[t] (local)
   if (has_input_row) {
-    if (j0 < 0) {
+    if (!written) {
+    } else if (j0 < 0) {
       load_stream4(args.decode_swa_indices + static_cast<int64_t>(t) * args.decode_swa_stride + c0, v);
     } else if constexpr (kForm != DecodeForm::kWindowOnly) {
       // Columns j < Kd hold values (threads past the row have j0 >= P >= Kd: nothing read).
@@ -240,7 +256,7 @@ __global__ void __launch_bounds__(Policy::kDecodeRowMaxChunks)
   int32_t errors = 0;
   int32_t picks = 0;
   if constexpr (kForm == DecodeForm::kLocal) {
-    if (j0 >= 0 && in_range) {
+    if (written && j0 >= 0 && in_range) {
       const int32_t* table = a.compressed.row(request);
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
@@ -258,12 +274,12 @@ __global__ void __launch_bounds__(Policy::kDecodeRowMaxChunks)
       picks = 0;
     }
   }
-  if (c0 < a.row_width) {
+  if (written) {
     if (!in_range) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) v[e] = -1;
     }
-    store_chunk<4>(a.sparse_indices + static_cast<int64_t>(t) * a.output_stride + c0, v);
+    store_chunk<4>(a.sparse_indices + static_cast<int64_t>(t) * a.output_stride + (c0 - a.output_shift), v);
   }
   if constexpr (kForm == DecodeForm::kLocal) {  // the row's length counts its picks
     __shared__ int32_t warp_picks[Policy::kDecodeRowMaxChunks / kWarp];
@@ -279,7 +295,7 @@ __global__ void __launch_bounds__(Policy::kDecodeRowMaxChunks)
     int32_t compressed_length = 0;
     if (kForm == DecodeForm::kGlobal) compressed_length = a.decode_compressed_lens != nullptr ? length_input : a.decode_width;
     if (kForm == DecodeForm::kLocal) compressed_length = length_input != 0 ? picks : 0;
-    a.sparse_lens[t] = in_range ? a.window + compressed_length : 0;
+    if (a.sparse_lens != nullptr) a.sparse_lens[t] = (in_range ? a.window + compressed_length : 0) - a.length_offset;
     // Unchecked, a request out of range is a content error; checked, the status reports it.
     if (!kChecked && !in_range) ++errors;
   }
@@ -347,6 +363,21 @@ KernelFunction select_checked_kernel(const LaunchShape& shape, bool power_of_two
   return kernel_for_group<kChunks, true, true, RowKinds::kBoth, true>(shape.group_threads);
 }
 
+using MultiKernelFunction = void (*)(MultiBuildArgs);
+
+template <RowKinds kRows>
+MultiKernelFunction multi_kernel_for_group(int32_t group_threads) {
+  constexpr int kChunks = Policy::kDefaultChunks;
+  switch (group_threads) {
+    case 8: return &multi_build_kernel<8, kChunks, true, true, kRows>;
+    case 16: return &multi_build_kernel<16, kChunks, true, true, kRows>;
+    case 32: return &multi_build_kernel<32, kChunks, true, true, kRows>;
+    case 64: return &multi_build_kernel<64, kChunks, true, true, kRows>;
+    case 128: return &multi_build_kernel<128, kChunks, true, true, kRows>;
+    default: return &multi_build_kernel<256, kChunks, true, true, kRows>;
+  }
+}
+
 KernelStatus failure(cudaError_t status, const char* call, int line) {
   return KernelStatus{static_cast<int>(status), call, __FILE__, line};
 }
@@ -363,10 +394,11 @@ KernelStatus prepare_mixed_sparse_indices_launch(int device, MixedSparseIndicesL
 
 LaunchShape mixed_sparse_indices_launch_shape(const MixedSparseIndicesArgs& args,
                                               const MixedSparseIndicesLaunchConfig& config) {
+  const int32_t columns = args.end_column - args.first_column;  // written per row
   if (!args.vector_path) {
-    return LaunchShape{args.row_width <= kScalarNarrowColumns ? kWarp : kCta, Policy::kDefaultChunks};
+    return LaunchShape{columns <= kScalarNarrowColumns ? kWarp : kCta, Policy::kDefaultChunks};
   }
-  const int32_t row_chunks = args.row_width / 4;
+  const int32_t row_chunks = columns / 4;
   const bool checked = args.run_time_sizes != nullptr;
   // Decode-only rows: the step's (unchecked), or the capacities' (checked: no prefill row fits).
   const bool decode_only = checked ? args.prefill_rows == 0 : args.num_decode_tokens == args.num_tokens;
@@ -408,10 +440,12 @@ KernelStatus launch(const void* kernel, int64_t grid, int32_t cta_threads, void*
 KernelStatus fill_padding_rows(const MixedSparseIndicesArgs& args, cudaStream_t stream) {
   const int32_t padding = args.num_rows - args.num_tokens;
   const size_t pitch = static_cast<size_t>(args.output_stride) * sizeof(int32_t);
-  cudaError_t status = cudaMemset2DAsync(args.sparse_indices + static_cast<int64_t>(args.num_tokens) * args.output_stride,
-                                         pitch, 0xff, static_cast<size_t>(args.row_width) * sizeof(int32_t),
+  cudaError_t status = cudaMemset2DAsync(args.sparse_indices + static_cast<int64_t>(args.num_tokens) * args.output_stride +
+                                             (args.first_column - args.output_shift),
+                                         pitch, 0xff, static_cast<size_t>(args.end_column - args.first_column) * sizeof(int32_t),
                                          static_cast<size_t>(padding), stream);
   if (status != cudaSuccess) return failure(status, "cudaMemset2DAsync(padding rows)", __LINE__);
+  if (args.sparse_lens == nullptr) return KernelStatus{};
   status = cudaMemsetAsync(args.sparse_lens + args.num_tokens, 0, static_cast<size_t>(padding) * sizeof(int32_t), stream);
   if (status != cudaSuccess) return failure(status, "cudaMemsetAsync(padding lens)", __LINE__);
   return KernelStatus{};
@@ -463,15 +497,38 @@ KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
                   config.programmatic_launch, stream,
                   "cudaLaunchKernelExC(decode_chunk_kernel) / cudaGetLastError", __LINE__);
   }
-  RowKinds rows = args.num_decode_tokens == args.num_tokens ? RowKinds::kDecode
-                  : args.num_decode_tokens == 0           ? RowKinds::kPrefill
-                                                          : RowKinds::kBoth;
+  RowKinds rows = row_kinds(args);
   if (checked) rows = args.prefill_rows == 0 ? RowKinds::kDecode : RowKinds::kBoth;
   const KernelFunction kernel = checked ? select_checked_kernel(shape, args.power_of_two_blocks, args.vector_path, rows)
                                         : select_kernel(shape, args.power_of_two_blocks, args.vector_path, rows);
   return launch(reinterpret_cast<const void*>(kernel), grid_ctas(shape, rows_launched), kCta, params,
                 config.programmatic_launch, stream,
                 "cudaLaunchKernelExC(mixed_sparse_indices kernel) / cudaGetLastError", __LINE__);
+}
+
+// One launch when the builds can share the multi-build kernel (can_build_together), else a
+// launch each.
+KernelStatus launch_mixed_sparse_indices_together(const MixedSparseIndicesArgs* builds, int count,
+                                                  const MixedSparseIndicesLaunchConfig& config, cudaStream_t stream) {
+  if (!can_build_together(builds, count)) {
+    for (int b = 0; b < count; ++b) {
+      const KernelStatus status = launch_mixed_sparse_indices(builds[b], config, stream);
+      if (!status.ok()) return status;
+    }
+    return KernelStatus{};
+  }
+  const LaunchShape shape = multi_build_shape(builds, count, config.sm_count, config.forced);
+  MultiBuildArgs m = multi_build_args(builds, count, shape);
+  if (m.first_cta[count] == 0) return KernelStatus{};
+  MultiKernelFunction kernel = nullptr;
+  switch (row_kinds(builds[0])) {
+    case RowKinds::kDecode: kernel = multi_kernel_for_group<RowKinds::kDecode>(shape.group_threads); break;
+    case RowKinds::kPrefill: kernel = multi_kernel_for_group<RowKinds::kPrefill>(shape.group_threads); break;
+    case RowKinds::kBoth: kernel = multi_kernel_for_group<RowKinds::kBoth>(shape.group_threads); break;
+  }
+  void* params[] = {&m};  // copied at launch
+  return launch(reinterpret_cast<const void*>(kernel), m.first_cta[count], kCta, params, config.programmatic_launch,
+                stream, "cudaLaunchKernelExC(multi_build_kernel) / cudaGetLastError", __LINE__);
 }
 
 }  // namespace dsv4::kernels

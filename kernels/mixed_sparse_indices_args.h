@@ -147,7 +147,7 @@ struct MixedSparseIndicesArgs {
   int32_t num_requests;       // R
   int32_t num_tokens;         // T
   int32_t num_decode_tokens;  // D
-  int32_t row_width;          // W + P_cap: the columns written
+  int32_t row_width;          // W + P_cap: the columns of a combined row
   int32_t num_rows;           // T_cap >= T: output rows; rows [T, T_cap) are padding
   const StepSizes* run_time_sizes;  // SPEC §7: T, D, R read at run time; null: the above
   int32_t prefill_rows;       // rows of prefill_topk (the T - D capacity with run_time_sizes)
@@ -171,9 +171,16 @@ struct MixedSparseIndicesArgs {
   BlockTableView swa;
   BlockTableView compressed;  // the SWA table when the request gives none
 
-  int32_t* sparse_indices;              // num_rows x row_width, row t at t * output_stride
-  int32_t output_stride;                // >= row_width (int32 like row_width: same address math)
-  int32_t* sparse_lens;                 // num_rows
+  int32_t* sparse_indices;              // num_rows rows, row t at t * output_stride
+  int32_t output_stride;                // >= the columns written (int32 like row_width: same address math)
+  int32_t* sparse_lens;                 // num_rows; null: not written (SPEC §8 window part)
+  // SPEC §8 (optimized/build_request.h RowPart): columns [first_column, end_column) of each
+  // combined row are written, column c at output column c - output_shift, and sparse_lens[t]
+  // gets the row's length minus length_offset. The whole row (SPEC §3): 0, row_width, 0, 0.
+  int32_t first_column;
+  int32_t end_column;
+  int32_t output_shift;
+  int32_t length_offset;
   unsigned long long* content_errors;   // device counter (CUDA kernels); unused on the host
 
   // Both caches' block sizes are powers of two: the kernels' shift/mask path.

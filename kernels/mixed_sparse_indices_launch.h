@@ -41,6 +41,12 @@ KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
                                          const MixedSparseIndicesLaunchConfig& config,
                                          cudaStream_t stream, MetadataStatus* status = nullptr);
 
+// SPEC §8 one launch: builds builds[0, count) (count <= kMaxBuildsPerLaunch) of one step in one
+// kernel launch when they can share it (kernels/multi_build.h can_build_together: every
+// production step's cacheable builds), else one launch each.
+KernelStatus launch_mixed_sparse_indices_together(const MixedSparseIndicesArgs* builds, int count,
+                                                  const MixedSparseIndicesLaunchConfig& config, cudaStream_t stream);
+
 // SPEC §7: checks the step's metadata under args.run_time_sizes (non-null) in one CTA and
 // overwrites *status (device memory) with the first failure and the count. No host sync.
 KernelStatus launch_metadata_check(const MixedSparseIndicesArgs& args, MetadataStatus* status,

@@ -18,6 +18,9 @@
 // kChecked (SPEC §7 run-time sizes, resolved into `a` by resolve_run_time_sizes): a row whose
 // metadata breaks the structural checks (row_metadata_valid) is written -1 with length 0,
 // without a content error; padding rows [T, T_cap) read nothing (write_padding_row).
+// SPEC §8 parts of a row (first_column, end_column, output_shift, length_offset of the args):
+// only the chunks of the columns written are visited, so a window part reads no compressed
+// input and counts no compressed content error, and a compressed part no window lookup.
 #pragma once
 #include <cstdint>
 
@@ -276,16 +279,17 @@ struct RowShare {
   RowPlan plan;
   int32_t picks;
 };
-// Thread `rank`'s share of writing row t as -1 (a padding row, or one that is not built).
+// Thread `rank`'s share of writing row t's columns as -1 (a padding row, or one that is not
+// built); `out` is the row's output.
 template <int kLanes>
 DSV4_HD DSV4_INLINE void store_minus_one_row(const MixedSparseIndicesArgs& a, int32_t* out, int32_t rank,
                                              int32_t group_threads) {
   DSV4_NO_UNROLL
-  for (int32_t c = rank * kLanes; c < a.row_width; c += group_threads * kLanes) {
+  for (int32_t c = a.first_column + rank * kLanes; c < a.end_column; c += group_threads * kLanes) {
     int32_t minus_one[kLanes];
     DSV4_UNROLL
     for (int e = 0; e < kLanes; ++e) minus_one[e] = -1;
-    store_chunk<kLanes>(out + c, minus_one);
+    store_chunk<kLanes>(out + (c - a.output_shift), minus_one);
   }
 }
 
@@ -295,14 +299,15 @@ DSV4_HD DSV4_INLINE void write_padding_row(const MixedSparseIndicesArgs& a, int3
                                            int32_t group_threads) {
   store_minus_one_row<kVec4 ? 4 : 1>(a, a.sparse_indices + static_cast<int64_t>(t) * a.output_stride, rank,
                                      group_threads);
-  if (rank == 0) a.sparse_lens[t] = 0;
+  if (rank == 0 && a.sparse_lens != nullptr) a.sparse_lens[t] = 0;
 }
 
 template <bool kPowerOfTwo, bool kVec4, int kChunks, RowKinds kRows = RowKinds::kBoth, bool kChecked = false>
 DSV4_HD DSV4_INLINE RowShare build_row_share(const MixedSparseIndicesArgs& a, int32_t t, int32_t rank,
                                              int32_t group_threads, int32_t* errors) {
   constexpr int32_t kLanes = kVec4 ? 4 : 1;
-  const int32_t chunks = a.row_width / kLanes;
+  const int32_t first_chunk = a.first_column / kLanes;  // the chunks written: [first_chunk, + chunks)
+  const int32_t chunks = a.end_column / kLanes - first_chunk;
   const int32_t pass = kChunks * group_threads;
   RowShare share{start_row<kRows>(a, t), RowPlan{}, 0};
   // (read only where loaded; initialized for the compilers' flow analysis)
@@ -310,10 +315,11 @@ DSV4_HD DSV4_INLINE RowShare build_row_share(const MixedSparseIndicesArgs& a, in
   int32_t vb[kChunks][kLanes] = {};
   // Passes visit the compressed chunks first and the window's last: a prefill row's window
   // reads nothing, so the first pass (issued before the plan) must hold compressed inputs.
-  const int32_t window_chunks = a.window / kLanes;
+  const int32_t window_chunks = a.window / kLanes - first_chunk;  // written window chunks (<= 0: none)
+  const int32_t rotate = window_chunks > 0 && window_chunks < chunks ? window_chunks : 0;
   const auto chunk_at = [&](int32_t i) {  // i-th chunk in pass order, i < chunks
-    const int32_t k = i + window_chunks;
-    return k < chunks ? k : k - chunks;
+    const int32_t k = i + rotate;
+    return first_chunk + (k < chunks ? k : k - chunks);
   };
   const auto load_pass = [&](int32_t first, int32_t readable, int32_t(&v)[kChunks][kLanes]) {
     DSV4_UNROLL
@@ -329,7 +335,7 @@ DSV4_HD DSV4_INLINE RowShare build_row_share(const MixedSparseIndicesArgs& a, in
       if (i < chunks) {
         const int32_t k = chunk_at(i);
         finish_chunk<kPowerOfTwo, kLanes>(a, share.start, share.plan, k, v[b], &share.picks, errors);
-        store_chunk<kLanes>(share.start.out + k * kLanes, v[b]);
+        store_chunk<kLanes>(share.start.out + (k * kLanes - a.output_shift), v[b]);
       }
     }
   };
@@ -358,7 +364,9 @@ DSV4_HD DSV4_INLINE RowShare build_row_share(const MixedSparseIndicesArgs& a, in
 template <bool kChecked = false>
 DSV4_HD DSV4_INLINE void finish_row(const MixedSparseIndicesArgs& a, const RowShare& share,
                                     int32_t picks, int32_t* errors) {
-  a.sparse_lens[share.start.token] = row_length(a, share.start, share.plan, picks);
+  if (a.sparse_lens != nullptr) {
+    a.sparse_lens[share.start.token] = row_length(a, share.start, share.plan, picks) - a.length_offset;
+  }
   if (!kChecked && !share.plan.request_in_range) ++*errors;
 }
 

@@ -37,6 +37,19 @@ struct OutputView {
   int32_t* sparse_lens = nullptr;
 };
 
+// SPEC §8: which part of every combined row [0, W + P_cap) a build writes. A mode is this
+// value, not another builder: one row function serves them all.
+enum class RowPart : uint8_t {
+  kWhole,       // every column, and sparse_lens (SPEC §3)
+  kWindow,      // columns [0, W) only, no lens: the split form's shared SWA segment (a request
+                // with P = 0), or the SWA columns of a tail-only C4A buffer (W + P_cap wide)
+  kCompressed,  // columns [W, W + P_cap) written at [0, P_cap) of a P_cap-wide output, lens =
+                // sparse_lens - W: the split form's compressed segment
+  kTail,        // columns [W, W + P_cap) and sparse_lens into `output`, a combined buffer whose
+                // window columns an earlier build of the step wrote (tail-only C4A builds)
+};
+const char* row_part_name(RowPart part);  // "whole", "window", "compressed", "tail"
+
 struct BuildRequest {
   int32_t window = 0;  // W
   int32_t ratio = 1;
@@ -74,6 +87,8 @@ struct BuildRequest {
   // With run_time_sizes: the build also writes the status of the step's metadata here (same
   // memory as the sizes), overwriting what was there.
   MetadataStatus* status = nullptr;
+  // SPEC §8 (host-sized steps only: no run-time sizes, no padding rows).
+  RowPart part = RowPart::kWhole;
 };
 
 // Host copies of the step's structural metadata: what the once-per-step validation reads.
@@ -102,6 +117,11 @@ constexpr int32_t padded_compressed_width(int32_t topk, int32_t decode_width) {
 constexpr int32_t output_width(const BuildRequest& r) {
   return r.window + (r.compressed_capacity > 0 ? r.compressed_capacity
                                                : padded_compressed_width(r.topk, r.decode_compressed.cols));
+}
+// The columns of one output row of r's part: P_cap for the split compressed segment, else
+// W + P_cap (a window or tail build writes part of a combined row).
+constexpr int32_t part_output_width(const BuildRequest& r) {
+  return r.part == RowPart::kCompressed ? output_width(r) - r.window : output_width(r);
 }
 constexpr int32_t output_rows(const BuildRequest& r) {
   return r.row_capacity > 0 ? r.row_capacity : r.num_tokens;

@@ -15,6 +15,28 @@ const char* backend_name(Backend backend) {
   return "unknown";
 }
 
+const char* row_part_name(RowPart part) {
+  switch (part) {
+    case RowPart::kWhole:
+      return "whole";
+    case RowPart::kWindow:
+      return "window";
+    case RowPart::kCompressed:
+      return "compressed";
+    case RowPart::kTail:
+      return "tail";
+  }
+  return "unknown";
+}
+
+void MixedSparseIndicesBuilder::build_together(const BuildRequest* requests, int count, BuiltIndices* out) {
+  if (count > kMaxBuildsTogether) {
+    throw std::invalid_argument("build_together: " + std::to_string(count) + " requests, at most " +
+                                std::to_string(kMaxBuildsTogether));
+  }
+  for (int i = 0; i < count; ++i) out[i] = build(requests[i]);
+}
+
 void MixedSparseIndicesBuilder::begin_recording() {
   throw std::logic_error(std::string("this ") + backend_name(backend()) + " builder cannot record builds");
 }

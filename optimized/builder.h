@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "kernels/multi_build.h"
 #include "optimized/build_request.h"
 
 namespace dsv4::opt {
@@ -21,6 +22,8 @@ class RecordedBuilds {
 };
 
 enum class Backend : uint8_t { kHost, kCuda };
+
+inline constexpr int kMaxBuildsTogether = kernels::kMaxBuildsPerLaunch;
 const char* backend_name(Backend backend);  // "host", "cuda"
 
 class MixedSparseIndicesBuilder {
@@ -31,6 +34,11 @@ class MixedSparseIndicesBuilder {
   // allocation on the per-layer path once the workspace is warm). CUDA: asynchronous on
   // the builder's stream.
   virtual BuiltIndices build(const BuildRequest& request) = 0;
+  // SPEC §8 one launch: builds `count` (<= kMaxBuildsTogether) requests of one step and writes
+  // their outputs to out[0, count). CUDA: one kernel launch where the requests share a compiled
+  // form (16-byte rows, power-of-two blocks: every production layout), else a launch each;
+  // host and the default: one build() each.
+  virtual void build_together(const BuildRequest* requests, int count, BuiltIndices* out);
   // Content errors (SPEC §4) counted by builds since the last call; resets the count.
   // CUDA: synchronizes the builder's stream.
   virtual int64_t take_content_errors() = 0;

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <stdexcept>
+#include <string>
 
 #include "kernels/mixed_sparse_indices_launch.h"
 #include "optimized/cuda_builder.h"
@@ -52,19 +53,27 @@ class CudaBuilder final : public MixedSparseIndicesBuilder {
   // Caller-owned outputs (SPEC §7) take no workspace: nothing but the launches, so that a
   // stream capture records a build as its kernel (and the status check's, when asked).
   BuiltIndices build(const BuildRequest& request) override {
-    BuiltIndices out;
-    if (recording_ && !writes_caller_outputs(request)) {
-      throw std::invalid_argument("a recorded build needs caller-owned outputs (request.output.sparse_indices is null)");
-    }
-    if (writes_caller_outputs(request)) {
-      out = caller_outputs(request);
-    } else {
-      const OutputLayout layout = output_layout(request);
-      out = place_outputs(layout, arena_.take(layout.total_bytes));
-    }
+    const BuiltIndices out = place(request);
     const kernels::MixedSparseIndicesArgs args = make_mixed_sparse_indices_args(request, out, device_errors_.get());
     check_kernel_status(kernels::launch_mixed_sparse_indices(args, launch_config_, stream_, request.status));
     return out;
+  }
+
+  // SPEC §8 one launch: every request's outputs placed as build() places them, then one launch.
+  void build_together(const BuildRequest* requests, int count, BuiltIndices* out) override {
+    if (count < 1 || count > kMaxBuildsTogether) {
+      throw std::invalid_argument("build_together: " + std::to_string(count) + " requests, expected 1 to " +
+                                  std::to_string(kMaxBuildsTogether));
+    }
+    kernels::MixedSparseIndicesArgs args[kMaxBuildsTogether];
+    for (int i = 0; i < count; ++i) {
+      out[i] = place(requests[i]);
+      args[i] = make_mixed_sparse_indices_args(requests[i], out[i], device_errors_.get());
+      if (requests[i].status != nullptr) {
+        check_kernel_status(kernels::launch_metadata_check(args[i], requests[i].status, launch_config_, stream_));
+      }
+    }
+    check_kernel_status(kernels::launch_mixed_sparse_indices_together(args, count, launch_config_, stream_));
   }
 
   int64_t take_content_errors() override {
@@ -124,6 +133,16 @@ class CudaBuilder final : public MixedSparseIndicesBuilder {
     cudaStream_t stream_;
   };
 
+
+  // Where a build writes: the caller's outputs, or fresh ones from the workspace.
+  BuiltIndices place(const BuildRequest& request) {
+    if (recording_ && !writes_caller_outputs(request)) {
+      throw std::invalid_argument("a recorded build needs caller-owned outputs (request.output.sparse_indices is null)");
+    }
+    if (writes_caller_outputs(request)) return caller_outputs(request);
+    const OutputLayout layout = output_layout(request);
+    return place_outputs(layout, arena_.take(layout.total_bytes));
+  }
 
   cudaStream_t stream_;
   int device_ = 0;

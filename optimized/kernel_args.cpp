@@ -58,8 +58,14 @@ kernels::MixedSparseIndicesArgs make_mixed_sparse_indices_args(const BuildReques
 
   a.sparse_indices = sparse_indices;
   a.output_stride = static_cast<int32_t>(out.row_stride);  // validated to fit int32
-  a.sparse_lens = out.sparse_lens;
+  a.sparse_lens = r.part == RowPart::kWindow ? nullptr : out.sparse_lens;
   a.content_errors = content_errors;
+  // SPEC §8: the columns of each combined row the part writes, and where.
+  const bool compressed_only = r.part == RowPart::kCompressed || r.part == RowPart::kTail;
+  a.first_column = compressed_only ? r.window : 0;
+  a.end_column = r.part == RowPart::kWindow ? r.window : a.row_width;
+  a.output_shift = r.part == RowPart::kCompressed ? r.window : 0;
+  a.length_offset = r.part == RowPart::kCompressed ? r.window : 0;
 
   // Rows start 16-byte aligned when the base is and the row stride is a multiple of 4
   // elements; the vector path needs W % 4 == 0 so that no chunk straddles the two parts, and
@@ -79,7 +85,7 @@ kernels::MixedSparseIndicesArgs make_mixed_sparse_indices_args(const BuildReques
 OutputLayout output_layout(const BuildRequest& request) {
   OutputLayout layout;
   layout.num_tokens = output_rows(request);
-  layout.width = output_width(request);
+  layout.width = part_output_width(request);
   const size_t index_bytes = static_cast<size_t>(layout.num_tokens) *
                              static_cast<size_t>(layout.width) * sizeof(int32_t);
   layout.lens_offset_bytes = (index_bytes + 255) / 256 * 256;
@@ -106,7 +112,7 @@ BuiltIndices caller_outputs(const BuildRequest& request) {
   out.sparse_indices = request.output.sparse_indices;
   out.sparse_lens = request.output.sparse_lens;
   out.num_tokens = output_rows(request);
-  out.width = output_width(request);
+  out.width = part_output_width(request);
   out.row_stride = request.output.row_stride;
   return out;
 }

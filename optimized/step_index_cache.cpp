@@ -37,10 +37,11 @@ bool CacheKey::operator==(const CacheKey& o) const {
          compressed_blocks_per_row == o.compressed_blocks_per_row && swa_table == o.swa_table &&
          compressed_table == o.compressed_table && row_capacity == o.row_capacity &&
          compressed_capacity == o.compressed_capacity && output == o.output &&
-         run_time_sizes == o.run_time_sizes && status == o.status;
+         run_time_sizes == o.run_time_sizes && status == o.status && part == o.part &&
+         index_source == o.index_source;
 }
 
-CacheKey cache_key(LayerKind kind, const BuildRequest& r) {
+CacheKey cache_key(LayerKind kind, const BuildRequest& r, int32_t index_source) {
   CacheKey key;
   key.kind = kind;
   key.num_tokens = r.num_tokens;
@@ -65,6 +66,8 @@ CacheKey cache_key(LayerKind kind, const BuildRequest& r) {
   key.output = r.output.sparse_indices;
   key.run_time_sizes = r.run_time_sizes;
   key.status = r.status;
+  key.part = r.part;
+  key.index_source = index_source < 0 ? -1 : index_source;
   return key;
 }
 
@@ -81,28 +84,89 @@ StepIndexCache::~StepIndexCache() {
   }
 }
 
-BuiltIndices StepIndexCache::get_or_build(LayerKind kind, const BuildRequest& request) {
+void StepIndexCache::throw_if_ended(LayerKind kind) const {
   if (ended_) {
     throw std::logic_error(std::string("StepIndexCache: ") + layer_kind_name(kind) +
                            " layer requested after end_step(); the step's outputs are released");
   }
-  if (!options_.enabled || !is_cacheable(kind)) {
+}
+
+const StepIndexCache::Entry* StepIndexCache::find(const CacheKey& key) const {
+  for (const Entry& entry : entries_) {
+    if (entry.key == key) return &entry;
+  }
+  return nullptr;
+}
+
+BuiltIndices StepIndexCache::get_or_build(LayerKind kind, const BuildRequest& request, int32_t index_source) {
+  throw_if_ended(kind);
+  if (!options_.enabled || !is_cacheable(kind, index_source)) {
     const BuiltIndices built = builder_.build(request);
     ++builder_calls_;
+    ++launches_;
     return built;
   }
-  const CacheKey key = cache_key(kind, request);
-  for (const Entry& entry : entries_) {
-    if (entry.key == key) {
-      ++hits_;
-      if (options_.verify_on_hit) verify_hit(entry, request);
-      return entry.built;
-    }
+  const CacheKey key = cache_key(kind, request, index_source);
+  if (const Entry* entry = find(key)) {
+    ++hits_;
+    if (options_.verify_on_hit) verify_hit(*entry, request);
+    return entry->built;
   }
   const BuiltIndices built = builder_.build(request);
   ++builder_calls_;
+  ++launches_;
   entries_.push_back(Entry{key, request, built});
   return built;
+}
+
+void StepIndexCache::build_together(const LayerBuild* builds, int count, BuiltIndices* out) {
+  if (!options_.enabled) {
+    throw std::logic_error("StepIndexCache::build_together: the cache is disabled, nothing is shared");
+  }
+  if (count > kMaxBuildsTogether) {
+    throw std::invalid_argument("StepIndexCache::build_together: " + std::to_string(count) + " builds, at most " +
+                                std::to_string(kMaxBuildsTogether));
+  }
+  // What is built: every build whose key is neither cached nor earlier in `builds`.
+  BuildRequest requests[kMaxBuildsTogether];
+  BuiltIndices built[kMaxBuildsTogether];
+  int built_as[kMaxBuildsTogether];  // per build: its index in `requests`, or -1 (a hit)
+  int fresh = 0;
+  for (int i = 0; i < count; ++i) {
+    const LayerBuild& b = builds[i];
+    throw_if_ended(b.kind);
+    built_as[i] = -1;
+    if (is_cacheable(b.kind, b.index_source)) {
+      const CacheKey key = cache_key(b.kind, b.request, b.index_source);
+      if (find(key) != nullptr) continue;
+      for (int j = 0; j < i && built_as[i] < 0; ++j) {
+        if (built_as[j] >= 0 && is_cacheable(builds[j].kind, builds[j].index_source) &&
+            cache_key(builds[j].kind, builds[j].request, builds[j].index_source) == key) {
+          built_as[i] = built_as[j];
+        }
+      }
+      if (built_as[i] >= 0) continue;
+    }
+    built_as[i] = fresh;
+    requests[fresh++] = b.request;
+  }
+  if (fresh > 0) {
+    builder_.build_together(requests, fresh, built);
+    builder_calls_ += fresh;
+    ++launches_;
+  }
+  for (int i = 0; i < count; ++i) {
+    const LayerBuild& b = builds[i];
+    const bool cacheable = is_cacheable(b.kind, b.index_source);
+    if (built_as[i] < 0) {
+      out[i] = find(cache_key(b.kind, b.request, b.index_source))->built;
+      ++hits_;
+      continue;
+    }
+    out[i] = built[built_as[i]];
+    const CacheKey key = cache_key(b.kind, b.request, b.index_source);
+    if (cacheable && find(key) == nullptr) entries_.push_back(Entry{key, b.request, out[i]});
+  }
 }
 
 void StepIndexCache::end_step() {
@@ -135,6 +199,21 @@ void StepIndexCache::verify_hit(const Entry& entry, const BuildRequest& request)
   };
   if (rebuilt.num_tokens != cached.num_tokens) fail("num_tokens", cached.num_tokens, rebuilt.num_tokens);
   if (rebuilt.width != cached.width) fail("width", cached.width, rebuilt.width);
+  if (request.part == RowPart::kWindow) {  // only the window columns, no lengths: compared here
+    std::vector<int32_t> cached_row(static_cast<size_t>(request.window)), rebuilt_row(cached_row.size());
+    for (int32_t t = 0; t < cached.num_tokens; ++t) {
+      copy_to_host(builder_.backend(), cached_row.data(), cached.sparse_indices + t * cached.row_stride,
+                   cached_row.size() * sizeof(int32_t));
+      copy_to_host(builder_.backend(), rebuilt_row.data(), rebuilt.sparse_indices + t * rebuilt.row_stride,
+                   rebuilt_row.size() * sizeof(int32_t));
+      for (size_t c = 0; c < cached_row.size(); ++c) {
+        if (cached_row[c] != rebuilt_row[c]) {
+          fail("token " + std::to_string(t) + ", column " + std::to_string(c), cached_row[c], rebuilt_row[c]);
+        }
+      }
+    }
+    return;
+  }
 
   const size_t width = static_cast<size_t>(cached.width);
   const std::vector<int32_t> cached_host = host_indices(builder_.backend(), cached);

@@ -1,5 +1,6 @@
-// The per-step layer-kind cache (SPEC §5): one build per cacheable key per step,
-// C4A never cached, a hit returns the very same buffers, no use after the step ended.
+// The per-step layer-kind cache (SPEC §5): one build per cacheable key per step, C4A never
+// cached unless it names its index source (SPEC §8: cached per (source, shape)), a hit returns
+// the very same buffers, no use after the step ended.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -37,9 +38,25 @@ struct CacheKey {
   const int32_t* output = nullptr;
   const StepSizes* run_time_sizes = nullptr;
   const MetadataStatus* status = nullptr;
+  // SPEC §8: the part of the rows built, and a C4A layer's index source (-1: none).
+  RowPart part = RowPart::kWhole;
+  int32_t index_source = -1;
   bool operator==(const CacheKey& o) const;
 };
-CacheKey cache_key(LayerKind kind, const BuildRequest& request);
+CacheKey cache_key(LayerKind kind, const BuildRequest& request, int32_t index_source = -1);
+
+// SPEC §8: whether a layer's build is cached: SWA-only and C128A always, C4A when it names the
+// indexer that produced its top-k (index_source >= 0).
+constexpr bool is_cacheable(LayerKind kind, int32_t index_source) {
+  return is_cacheable(kind) || index_source >= 0;
+}
+
+// One build of a layer: what build_together takes (SPEC §8 one launch).
+struct LayerBuild {
+  LayerKind kind = LayerKind::kSwaOnly;
+  BuildRequest request;
+  int32_t index_source = -1;
+};
 
 class StepIndexCache {
  public:
@@ -48,10 +65,17 @@ class StepIndexCache {
   StepIndexCache(const StepIndexCache&) = delete;
   StepIndexCache& operator=(const StepIndexCache&) = delete;
 
-  // A hit returns the first build's buffers; C4A always builds. After end_step(): throws
+  // A hit returns the first build's buffers; C4A builds unless it names an index source
+  // (index_source >= 0: cached per (source, shape)). After end_step(): throws
   // std::logic_error. verify_on_hit: a rebuilt result that differs throws std::logic_error
   // naming the kind, token, column and both values.
-  BuiltIndices get_or_build(LayerKind kind, const BuildRequest& request);
+  BuiltIndices get_or_build(LayerKind kind, const BuildRequest& request, int32_t index_source = -1);
+  // SPEC §8 one launch: the builds whose keys are not cached yet (at most kMaxBuildsTogether)
+  // are built by one builder call (build_together: one kernel launch on CUDA); the cacheable
+  // ones become entries, so that later get_or_build calls of their keys hit. `out[i]` is
+  // build i's output (the cached one for a key already there: a hit). With the cache
+  // disabled: throws std::logic_error.
+  void build_together(const LayerBuild* builds, int count, BuiltIndices* out);
   // Releases the builder's outputs; every later call throws std::logic_error.
   void end_step();
   bool ended() const { return ended_; }
@@ -61,7 +85,8 @@ class StepIndexCache {
   // and without verify_on_hit; a hit adds nothing (its build was counted once).
   int64_t take_content_errors();
 
-  int64_t builder_calls() const { return builder_calls_; }  // verify rebuilds not counted
+  int64_t builder_calls() const { return builder_calls_; }  // builds; verify rebuilds not counted
+  int64_t launches() const { return launches_; }  // build() and build_together() calls
   int64_t hits() const { return hits_; }
   size_t entries() const { return entries_.size(); }
   const CacheOptions& options() const { return options_; }
@@ -76,8 +101,11 @@ class StepIndexCache {
   CacheOptions options_;
   std::vector<Entry> entries_;  // a handful per step: linear search beats hashing
   void verify_hit(const Entry& entry, const BuildRequest& request);
+  const Entry* find(const CacheKey& key) const;
+  void throw_if_ended(LayerKind kind) const;
 
   int64_t builder_calls_ = 0;
+  int64_t launches_ = 0;
   int64_t hits_ = 0;
   int64_t counted_errors_ = 0;  // taken from the builder around verify rebuilds
   bool ended_ = false;

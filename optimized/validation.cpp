@@ -92,20 +92,49 @@ bool engine_fields_ok(Checks& check, const BuildRequest& r) {
     return check.fail("compressed_capacity = ", r.compressed_capacity, ": the output width W + P_cap exceeds int32");
   }
   const OutputView& out = r.output;
-  if (out.sparse_indices != nullptr) {
-    if (reinterpret_cast<uintptr_t>(out.sparse_indices) % 16 != 0) {
-      return check.fail("output.sparse_indices is not 16-byte aligned");
-    }
-    if (out.row_stride < output_width(r) || out.row_stride % 4 != 0 || out.row_stride > INT32_MAX) {
-      return check.fail("output.row_stride = ", out.row_stride, " must be a multiple of 4 and >= W + P_cap = ",
+  if (out.sparse_indices != nullptr && r.part == RowPart::kTail) {
+    // The step's own combined buffer, as the build that wrote its window columns made it
+    // (an odd window gives rows W + P wide): any stride that holds a row.
+    if (out.row_stride < output_width(r) || out.row_stride > INT32_MAX) {
+      return check.fail("output.row_stride = ", out.row_stride, " of a tail build must be >= W + P_cap = ",
                         output_width(r));
     }
     if (out.sparse_lens == nullptr && output_rows(r) > 0) return check.fail("output.sparse_lens is null");
+  } else if (out.sparse_indices != nullptr) {
+    if (reinterpret_cast<uintptr_t>(out.sparse_indices) % 16 != 0) {
+      return check.fail("output.sparse_indices is not 16-byte aligned");
+    }
+    if (out.row_stride < part_output_width(r) || out.row_stride % 4 != 0 || out.row_stride > INT32_MAX) {
+      return check.fail("output.row_stride = ", out.row_stride, " must be a multiple of 4 and >= ",
+                        r.part == RowPart::kCompressed ? "P_cap = " : "W + P_cap = ", part_output_width(r));
+    }
+    // A window part writes no lengths.
+    if (out.sparse_lens == nullptr && output_rows(r) > 0 && r.part != RowPart::kWindow) {
+      return check.fail("output.sparse_lens is null");
+    }
   } else if (out.sparse_lens != nullptr) {
     return check.fail("output.sparse_lens is given without output.sparse_indices");
   }
   if (r.status != nullptr && r.run_time_sizes == nullptr) {
     return check.fail("status is given without run_time_sizes (the host validates host-sized steps)");
+  }
+  return true;
+}
+
+// SPEC §8 parts are defined on SPEC §3 outputs: host-sized steps without padding rows.
+bool part_ok(Checks& check, const BuildRequest& r) {
+  if (r.part == RowPart::kWhole) return true;
+  if (r.run_time_sizes != nullptr) {
+    return check.fail("part = ", row_part_name(r.part),
+                      " is given with run_time_sizes (the SPEC §8 parts need host-sized steps)");
+  }
+  if (r.row_capacity > r.num_tokens) {
+    return check.fail("part = ", row_part_name(r.part), " is given with row_capacity = ", r.row_capacity,
+                      " above T = ", r.num_tokens, " (the SPEC §8 parts have no padding rows)");
+  }
+  if (r.part == RowPart::kTail && r.output.sparse_indices == nullptr && output_rows(r) > 0) {
+    return check.fail("part = tail needs output: the combined buffer whose window columns an earlier build wrote "
+                      "(output.sparse_indices is null)");
   }
   return true;
 }
@@ -152,7 +181,7 @@ bool request_shape_ok(Checks& check, const BuildRequest& r) {
         matrix_ok(check, "prefill_topk", r.prefill_topk,
                   r.run_time_sizes != nullptr ? r.prefill_topk.rows : int64_t{r.num_tokens} - r.num_decode_tokens,
                   "T - D", r.prefill_topk.cols, "Kp") &&
-        engine_fields_ok(check, r))) {
+        engine_fields_ok(check, r) && part_ok(check, r))) {
     return false;
   }
 

@@ -30,7 +30,8 @@ TEST(Cli, HelpOnEverySubcommandExitsZero) {
   // Each subcommand's help lists its own options with their ranges.
   const CliRun verify = dsv4({"verify", "--help"});
   for (const char* part : {"--max-size Z in 0..100", "--max-tokens M in 1..8192", "--jobs J in 1..1024",
-                           "--step I in 0..10^18", "--corrupted-every K in 0..2^31-1", "--max-step-bytes"})
+                           "--step I in 0..10^18", "--corrupted-every K in 0..2^31-1", "--max-step-bytes",
+                           "--mode seed|split|tail|all"})
     EXPECT_CONTAINS(verify.out, part);
   const CliRun replay = dsv4({"replay", "--help"});
   for (const char* part : {"DIR", "--allow-content-errors", "--max-capture-bytes", "harness/capture.cpp"})
@@ -52,6 +53,7 @@ TEST(Cli, UsageErrorsExitTwo) {
                                                {"verify", "--steps"},
                                                {"verify", "--schedule", "llama"},
                                                {"verify", "--backend", "tpu"},
+                                               {"verify", "--mode", "fused"},
                                                {"demo", "now"}}) {
     const CliRun r = dsv4(args);
     EXPECT_EQ(r.code, kExitInvalidInput) << (args.empty() ? "(none)" : args.front()) << "\n" << r.all();
@@ -152,6 +154,20 @@ TEST(Cli, VerifyRunsAndPasses) {
   EXPECT_CONTAINS(r.out, "result: PASS, 0 mismatch(es) in 12 steps");
 }
 
+// SPEC §8: --mode adds a row per mode; a mismatch's replay line names the mode (its steps draw
+// index sources, so the mode is part of what the step is).
+TEST(Cli, VerifyInEveryModeRunsAndPasses) {
+  const CliRun r = dsv4({"verify", "--steps", "12", "--max-tokens", "32", "--quiet", "--backend", "host", "--mode", "all"});
+  EXPECT_EQ(r.code, kExitPass) << r.all();
+  EXPECT_CONTAINS(r.out, "modes: all (index sources drawn, one launch checked)");
+  EXPECT_CONTAINS(r.out, "  host split ");
+  EXPECT_CONTAINS(r.out, "  host tail ");
+  EXPECT_CONTAINS(r.out, "result: PASS, 0 mismatch(es) in 12 steps");
+  const CliRun seed = dsv4({"verify", "--steps", "3", "--quiet", "--backend", "host"});
+  EXPECT_NOT_CONTAINS(seed.out, "host split");
+  EXPECT_NOT_CONTAINS(seed.out, "modes:");
+}
+
 // Adds one to one element of every 5th build: the optimized path disagrees with the reference.
 class Faulty final : public opt::MixedSparseIndicesBuilder {
  public:
@@ -181,6 +197,10 @@ TEST(Cli, ExitCodesSeparateMismatchInvalidInputAndInternalError) {
   EXPECT_EQ(mismatch.code, kExitMismatch) << mismatch.all();
   EXPECT_CONTAINS(mismatch.out, "result: FAIL");
   EXPECT_CONTAINS(mismatch.out, "replay: dsv4 verify");
+  const CliRun split = dsv4({"verify", "--steps", "6", "--quiet", "--backend", "host", "--mode", "split"}, faulty());
+  EXPECT_EQ(split.code, kExitMismatch) << split.all();
+  EXPECT_CONTAINS(split.out, "[host split");
+  EXPECT_CONTAINS(split.out, "--mode split --step");
 
   EXPECT_EQ(dsv4({"replay", shipped("capture_flash_mixed"), "--backend", "host"}).code, kExitPass);
   const CliRun replay_mismatch = dsv4({"replay", shipped("capture_flash_mixed"), "--backend", "host"}, faulty());

@@ -1,6 +1,6 @@
 // No stale step: one engine loop (one builder, a new StepIndexer per step, end_step between)
-// over consecutive different steps never returns an earlier step's indices, and a
-// StepIndexer used after end_step throws instead of answering from its dead cache.
+// over consecutive different steps never returns an earlier step's indices, in any SPEC §8
+// mode, and a StepIndexer used after end_step throws instead of answering from its dead cache.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -9,6 +9,8 @@
 
 #include "harness/backend_step.h"
 #include "harness/compare_build.h"
+#include "harness/index_sources.h"
+#include "harness/sharing_check.h"
 #include "optimized/step_indexer.h"
 #include "property_util.h"
 #include "support/backend_test.h"
@@ -76,6 +78,37 @@ void engine_loop_is_never_stale(opt::MixedSparseIndicesBuilder& builder) {
 
 TEST_P(NoStaleStep, AnEngineLoopNeverReturnsAnEarlierStepsIndices) {
   testing::check_property([this] { engine_loop_is_never_stale(builder()); });
+}
+
+// The same loop through the SPEC §8 modes (a random mode, lazily or in one launch, each step),
+// the C4A layers with random index sources: each step's outputs, segments, tail-only buffers and
+// call counts are its own (sharing_check.h compares them with THIS step's reference).
+void engine_loop_is_never_stale_in_any_mode(opt::MixedSparseIndicesBuilder& inner) {
+  const ref::ModelSchedule schedule = *gen_schedule(ScheduleChoice::kAny);
+  const int steps = *rc::gen::inRange(2, 5);
+  const opt::Backend backend = inner.backend();
+  CountingBuilder builder(inner);
+  StepCase c;
+  c.schedule = schedule;
+  for (int i = 0; i < steps; ++i) {
+    const bool same_shape = i > 0 && *rc::gen::arbitrary<bool>();
+    c.step = same_shape ? renamed_blocks(c.step, *rc::gen::arbitrary<uint64_t>()) : *gen_step(small_steps());
+    c.c4a_per_layer = *gen_c4a_outputs(c.step, schedule);
+    c.layout = StepLayout{};
+    c = *gen_index_sources(c);
+    const std::vector<ref::BuilderOutput> want = reference_outputs(c);
+    const BackendStep staged(backend, c.step, schedule, c.c4a_per_layer, c.layout);
+    // One mode a step (the sanitizer job's time): the loop still changes modes between steps.
+    const auto mode = *rc::gen::element(opt::SharingMode::kSeed, opt::SharingMode::kSplit, opt::SharingMode::kTailOnly);
+    const bool one_launch = *rc::gen::arbitrary<bool>();
+    check_sharing_path(mode, one_launch, c, want, window_content_errors(c), staged, builder, [&](const Mismatch& m) {
+      RC_FAIL("step " + std::to_string(i) + ": " + format_mismatch(m));
+    });
+  }
+}
+
+TEST_P(NoStaleStep, AnEngineLoopNeverReturnsAnEarlierStepsIndicesInAnyMode) {
+  testing::check_property([this] { engine_loop_is_never_stale_in_any_mode(builder()); });
 }
 
 TEST(RenamedBlocks, KeepTheShapeAndChangeTheSlots) {

@@ -1,5 +1,5 @@
 // What only the CUDA backend has: forced launch shapes (the group kernel's, the decode-chunk
-// kernel), programmatic launch on and off, the legacy default stream, a workspace that grows,
+// kernel, the one-launch kernel of SPEC §8), programmatic launch on and off, the legacy default stream, a workspace that grows,
 // refusal without a device. (Everything both backends do is in builder_test.cpp.)
 // Suites start with "Cuda": CTest labels them `gpu`.
 #include <gtest/gtest.h>
@@ -9,6 +9,8 @@
 #include "harness/hand_cases.h"
 #include "harness/step_factory.h"
 #include "kernels/mixed_sparse_indices_policy.h"
+#include "kernels/multi_build.h"
+#include "optimized/kernel_args.h"
 #include "optimized/backend_buffer.h"
 #include "optimized/device_memory.h"
 #include "support/backend_test.h"
@@ -95,6 +97,82 @@ TEST(CudaStep, ProgrammaticLaunchOnAndOffMatchTheReference) {
     mixed.schedule.compress_ratios.resize(6);  // every kind and the cache hits of each
     mixed.c4a_per_layer = harness::make_c4a_indexer_outputs(mixed.step, mixed.schedule, 7);
     EXPECT_TRUE(agrees(harness::differential_check(mixed, options))) << "programmatic " << programmatic;
+  }
+}
+
+// SPEC §8 one launch, every compiled group size forced: a step's SWA segment, a compressed
+// segment and a whole build in one launch equal the reference's (and the launch is the one
+// multi-build kernel whenever the builds can share it, which most of these can).
+TEST(CudaBuilder, OneLaunchOfEveryShapeMatchesTheReference) {
+  if (!opt::cuda_device_present()) GTEST_SKIP() << "no CUDA device";
+  harness::BuildLimits many;
+  many.max_requests = 30;
+  many.max_prefill_query = 30;
+  many.max_topk = 600;
+  int together = 0, seeds = 0;
+  for (int32_t group = MixedSparseIndicesPolicy::kMinGroupThreads; group <= MixedSparseIndicesPolicy::kCtaThreads;
+       group *= 2) {
+    auto builder = opt::make_cuda_builder(nullptr, size_t{1} << 20, kernels::LaunchShape{group, 2});
+    for (uint64_t seed = 24000 + static_cast<uint64_t>(group); seed < 24000 + static_cast<uint64_t>(group) + 20; ++seed) {
+      const ref::BuilderInputs in = harness::draw(harness::gen_builder_inputs(many), seed);
+      const ref::BuilderInputs segment_inputs = ref::window_segment_inputs(in);
+      harness::StagedRequest staged(opt::Backend::kCuda, in), segment(opt::Backend::kCuda, segment_inputs);
+      opt::BuildRequest requests[3] = {segment.request(), staged.request(), staged.request()};
+      requests[0].part = opt::RowPart::kWindow;
+      requests[1].part = opt::RowPart::kCompressed;
+      const ref::BuilderOutput want[3] = {reference_part(segment_inputs, opt::RowPart::kWhole),
+                                          reference_part(in, opt::RowPart::kCompressed),
+                                          reference_part(in, opt::RowPart::kWhole)};
+      builder->release_outputs();
+      (void)builder->take_content_errors();
+      opt::BuiltIndices built[3];
+      builder->build_together(requests, 3, built);
+      const int64_t errors = builder->take_content_errors();
+      EXPECT_EQ(errors, want[0].content_errors + want[1].content_errors + want[2].content_errors) << seed;
+      kernels::MixedSparseIndicesArgs args[3];
+      for (int i = 0; i < 3; ++i) args[i] = opt::make_mixed_sparse_indices_args(requests[i], built[i], nullptr);
+      together += kernels::can_build_together(args, 3) ? 1 : 0;
+      ++seeds;
+      for (int i = 0; i < 3; ++i) {
+        harness::HostIndices got = harness::download(opt::Backend::kCuda, built[i]);
+        if (i == 0) got.sparse_lens = want[0].sparse_lens;  // a window build writes no lengths
+        harness::Mismatch where;
+        where.backend = "cuda";
+        where.path = "one launch, group " + std::to_string(group) + ", build " + std::to_string(i);
+        where.window = i == 1 ? 0 : in.window;
+        ASSERT_TRUE(no_mismatch(harness::compare_build(want[i], got, want[i].content_errors,
+                                                       static_cast<int32_t>(in.decode_swa_indices.rows()), where)))
+            << "seed " << seed << ": " << harness::describe(in);
+      }
+    }
+  }
+  EXPECT_GT(together, seeds / 4) << "the one-launch kernel ran for too few of the builds";
+}
+
+// Whole steps in every SPEC §8 mode, with the cacheable builds in one launch, on the benchmark's
+// shapes, with programmatic launch on and off.
+TEST(CudaStep, EverySharingModeMatchesTheReference) {
+  if (!opt::cuda_device_present()) GTEST_SKIP() << "no CUDA device";
+  for (bool programmatic : {true, false}) {
+    harness::DifferentialOptions options;
+    options.backends = {opt::Backend::kCuda};
+    options.modes = {opt::SharingMode::kSeed, opt::SharingMode::kSplit, opt::SharingMode::kTailOnly};
+    options.one_launch = true;
+    options.make_builder = [programmatic](opt::Backend) {
+      opt::CudaBuilderOptions cuda;
+      cuda.programmatic_launch = programmatic;
+      return opt::make_cuda_builder(nullptr, cuda);
+    };
+    for (const char* name : {"decode256_ctx32K", "decode32_prefill8K"}) {
+      harness::StepCase c;
+      c.step = harness::make_step(bench::bench_case(name).shape);
+      for (ref::ModelSchedule schedule : {ref::deepseek_v4_flash(), ref::deepseek_v4_pro()}) {
+        schedule.compress_ratios.resize(8);  // every kind, hits of each, the C4A tail buffer reused
+        c.schedule = schedule;
+        c.c4a_per_layer = harness::make_c4a_indexer_outputs(c.step, schedule, 6);
+        EXPECT_TRUE(agrees(harness::differential_check(c, options))) << name << " " << schedule.name << " " << programmatic;
+      }
+    }
   }
 }
 

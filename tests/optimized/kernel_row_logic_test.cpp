@@ -13,8 +13,10 @@
 #include "kernels/fast_divider.h"
 #include "kernels/mixed_sparse_indices_policy.h"
 #include "kernels/mixed_sparse_indices_row.h"
+#include "kernels/multi_build.h"
 #include "optimized/host_memory.h"
 #include "optimized/kernel_args.h"
+#include "reference/sharing_modes.h"
 #include "support/expectations.h"
 
 namespace dsv4::opt {
@@ -178,21 +180,23 @@ bool all_input_rows_16_byte_aligned(const BuildRequest& r) {
 // pass (picks summed over the group, rank 0's plan writing the length), or as the host
 // backend does (a group of one, one chunk).
 template <bool kPowerOfTwo, bool kVec4, int kChunks>
+int64_t build_row_as_group(const MixedSparseIndicesArgs& a, int32_t t, int32_t group_threads) {
+  int32_t picks = 0;
+  int32_t row_errors = 0;
+  RowShare first{};
+  for (int32_t rank = 0; rank < group_threads; ++rank) {
+    const RowShare share = build_row_share<kPowerOfTwo, kVec4, kChunks>(a, t, rank, group_threads, &row_errors);
+    if (rank == 0) first = share;
+    picks += share.picks;
+  }
+  finish_row(a, first, picks, &row_errors);
+  return row_errors;
+}
+
+template <bool kPowerOfTwo, bool kVec4, int kChunks>
 int64_t build_as_groups(const MixedSparseIndicesArgs& a, int32_t group_threads) {
   int64_t errors = 0;
-  for (int32_t t = 0; t < a.num_tokens; ++t) {
-    int32_t picks = 0;
-    int32_t row_errors = 0;
-    RowShare first{};
-    for (int32_t rank = 0; rank < group_threads; ++rank) {
-      const RowShare share =
-          build_row_share<kPowerOfTwo, kVec4, kChunks>(a, t, rank, group_threads, &row_errors);
-      if (rank == 0) first = share;
-      picks += share.picks;
-    }
-    finish_row(a, first, picks, &row_errors);
-    errors += row_errors;
-  }
+  for (int32_t t = 0; t < a.num_tokens; ++t) errors += build_row_as_group<kPowerOfTwo, kVec4, kChunks>(a, t, group_threads);
   return errors;
 }
 
@@ -272,6 +276,157 @@ TEST(RowLogicAsGpuGroups, RandomBuildsOnEveryPathGroupAndChunkCount) {
       }
     }
   }
+}
+
+// SPEC §8 parts as GPU groups: each part of a random build, built by groups of 1 to 256 ranks
+// over poisoned memory, leaves exactly what testing::reference_part says (its columns of the
+// reference's rows, the poison elsewhere) and counts its columns' content errors.
+::testing::AssertionResult part_matches_reference(const ref::BuilderInputs& in, RowPart part, int32_t group_threads,
+                                                  int32_t chunks, Path path, const harness::RequestLayout& layout) {
+  const ref::BuilderOutput expected = testing::reference_part(in, part);
+  harness::StagedRequest staged(Backend::kHost, in, layout);
+  BuildRequest request = staged.request();
+  request.part = part;
+  const int32_t T = request.num_tokens;
+  const int32_t width = part_output_width(request);
+  std::vector<int32_t> indices(static_cast<size_t>(T) * static_cast<size_t>(width) + 1, testing::kPoisonedIndex);
+  std::vector<int32_t> lens(static_cast<size_t>(T) + 1, testing::kPoisonedLength);
+  MixedSparseIndicesArgs a =
+      make_mixed_sparse_indices_args(request, BuiltIndices{indices.data(), lens.data(), T, width, width}, nullptr);
+  if (path == Path::kScalar) a.vector_path = false;
+  if (path == Path::kGeneralBlockMath) a.power_of_two_blocks = false;
+  int64_t errors = 0;
+  if (a.power_of_two_blocks) {
+    errors = a.vector_path ? build_as_groups<true, true>(a, group_threads, chunks)
+                           : build_as_groups<true, false>(a, group_threads, chunks);
+  } else {
+    errors = a.vector_path ? build_as_groups<false, true>(a, group_threads, chunks)
+                           : build_as_groups<false, false>(a, group_threads, chunks);
+  }
+  if (indices.back() != testing::kPoisonedIndex || lens.back() != testing::kPoisonedLength) {
+    return ::testing::AssertionFailure() << "written past the output";
+  }
+  harness::HostIndices actual;
+  actual.sparse_indices = Eigen::Map<const ref::IndexMatrix>(indices.data(), T, width);
+  actual.sparse_lens = Eigen::Map<const ref::IndexVector>(lens.data(), T);
+  harness::Mismatch where;
+  where.backend = "host, as GPU groups";
+  where.path = row_part_name(part);
+  where.window = part == RowPart::kCompressed ? 0 : in.window;
+  return testing::no_mismatch(
+      harness::compare_build(expected, actual, errors, static_cast<int32_t>(in.decode_swa_indices.rows()), where));
+}
+
+TEST(RowLogicAsGpuGroups, EveryPartOfRandomBuildsOnEveryPathAndGroup) {
+  for (uint64_t seed = 0; seed < 100; ++seed) {
+    const ref::BuilderInputs in = harness::draw(harness::gen_builder_inputs(), 52000 + seed);
+    const harness::RequestLayout staging = harness::draw(harness::gen_request_layout(), 52000 + seed);
+    for (RowPart part : {RowPart::kWindow, RowPart::kCompressed, RowPart::kTail}) {
+      for (int32_t group : {1, 8, 32, 256}) {
+        const int32_t chunks = group == 8 ? 1 : 2;
+        for (Path path : {Path::kAsChosen, Path::kScalar, Path::kGeneralBlockMath}) {
+          if ((seed + static_cast<uint64_t>(group) + static_cast<uint64_t>(path)) % 2 != 0) continue;
+          ASSERT_TRUE(part_matches_reference(in, part, group, chunks, path, staging))
+              << "seed " << 52000 + seed << " part " << row_part_name(part) << " group " << group << " path "
+              << static_cast<int>(path) << ": " << harness::describe(in);
+        }
+      }
+    }
+  }
+}
+
+// SPEC §8 one launch on the host: the multi-build grid CTA by CTA (each CTA's rows built by its
+// build, as groups of the launch's size) gives every build's own output, each row once.
+TEST(MultiBuild, EveryCtaBuildsTheRowsOfItsBuild) {
+  for (uint64_t seed = 0; seed < 40; ++seed) {
+    const ref::BuilderInputs in = harness::draw(harness::gen_builder_inputs(), 53000 + seed);
+    const ref::BuilderInputs segment_inputs = ref::window_segment_inputs(in);
+    harness::StagedRequest staged(Backend::kHost, in), segment(Backend::kHost, segment_inputs);
+    BuildRequest requests[3] = {segment.request(), staged.request(), staged.request()};
+    requests[0].part = RowPart::kWindow;
+    requests[1].part = RowPart::kCompressed;
+    const ref::BuilderOutput want[3] = {testing::reference_part(segment_inputs, RowPart::kWindow),
+                                        testing::reference_part(in, RowPart::kCompressed),
+                                        testing::reference_part(in, RowPart::kWhole)};
+    for (int32_t group : {8, 16, 64, 256}) {
+      std::vector<int32_t> indices[3], lens[3];
+      MixedSparseIndicesArgs args[3];
+      for (int b = 0; b < 3; ++b) {
+        const int32_t T = requests[b].num_tokens, width = part_output_width(requests[b]);
+        indices[b].assign(static_cast<size_t>(T) * static_cast<size_t>(width), testing::kPoisonedIndex);
+        lens[b].assign(static_cast<size_t>(T), testing::kPoisonedLength);
+        args[b] = make_mixed_sparse_indices_args(requests[b], BuiltIndices{indices[b].data(), lens[b].data(), T, width, width},
+                                                 nullptr);
+      }
+      const LaunchShape shape = multi_build_shape(args, 3, 132, LaunchShape{group, 2});
+      ASSERT_EQ(shape.group_threads, group);
+      const MultiBuildArgs m = multi_build_args(args, 3, shape);
+      const int32_t rows_per_cta = MixedSparseIndicesPolicy::kCtaThreads / group;
+      int64_t errors[3] = {0, 0, 0};
+      std::vector<int32_t> built_rows[3];
+      for (int b = 0; b < 3; ++b) built_rows[b].assign(static_cast<size_t>(args[b].num_tokens), 0);
+      for (uint32_t cta = 0; cta < m.first_cta[3]; ++cta) {
+        const int b = build_of_cta(m, cta);
+        const MixedSparseIndicesArgs& a = m.builds[b];
+        for (int32_t i = 0; i < rows_per_cta; ++i) {
+          const int64_t t = static_cast<int64_t>(cta - m.first_cta[b]) * rows_per_cta + i;
+          if (t >= a.num_tokens) continue;
+          ++built_rows[b][static_cast<size_t>(t)];
+          errors[b] += a.power_of_two_blocks
+                           ? (a.vector_path ? build_row_as_group<true, true, 2>(a, static_cast<int32_t>(t), group)
+                                            : build_row_as_group<true, false, 2>(a, static_cast<int32_t>(t), group))
+                           : (a.vector_path ? build_row_as_group<false, true, 2>(a, static_cast<int32_t>(t), group)
+                                            : build_row_as_group<false, false, 2>(a, static_cast<int32_t>(t), group));
+        }
+      }
+      for (int b = 0; b < 3; ++b) {
+        ASSERT_TRUE(std::all_of(built_rows[b].begin(), built_rows[b].end(), [](int32_t n) { return n == 1; }))
+            << "build " << b << " seed " << 53000 + seed;
+        harness::HostIndices actual;
+        actual.sparse_indices =
+            Eigen::Map<const ref::IndexMatrix>(indices[b].data(), args[b].num_tokens, part_output_width(requests[b]));
+        actual.sparse_lens = Eigen::Map<const ref::IndexVector>(lens[b].data(), args[b].num_tokens);
+        harness::Mismatch where;
+        where.backend = "host, as one launch";
+        where.path = "build " + std::to_string(b);
+        where.window = b == 1 ? 0 : in.window;
+        ASSERT_TRUE(testing::no_mismatch(harness::compare_build(want[b], actual, errors[b],
+                                                                static_cast<int32_t>(in.decode_swa_indices.rows()), where)))
+            << "seed " << 53000 + seed << " group " << group << ": " << harness::describe(in);
+      }
+    }
+  }
+}
+
+// Which builds share one launch: 2 to kMaxBuildsPerLaunch of one step's row kinds, 16-byte rows,
+// power-of-two blocks, host-sized without padding rows.
+TEST(MultiBuild, CanBuildTogetherOnlyWhatItsKernelCompiles) {
+  harness::StagedRequest staged(Backend::kHost, harness::tiny_c4a());
+  std::vector<int32_t> out(64), lens(4);
+  MixedSparseIndicesArgs a =
+      make_mixed_sparse_indices_args(staged.request(), BuiltIndices{out.data(), lens.data(), 3, 8, 8}, nullptr);
+  a.vector_path = true;  // (the tiny batch's Kd = 2 rows are not 16-byte rows)
+  ASSERT_TRUE(a.power_of_two_blocks);
+  MixedSparseIndicesArgs builds[kMaxBuildsPerLaunch + 1] = {a, a, a, a, a};
+  EXPECT_TRUE(can_build_together(builds, 2));
+  EXPECT_TRUE(can_build_together(builds, kMaxBuildsPerLaunch));
+  EXPECT_FALSE(can_build_together(builds, 1));
+  EXPECT_FALSE(can_build_together(builds, kMaxBuildsPerLaunch + 1));
+  const auto with = [&](auto change) {
+    MixedSparseIndicesArgs other[2] = {a, a};
+    change(other[1]);
+    return can_build_together(other, 2);
+  };
+  EXPECT_FALSE(with([](MixedSparseIndicesArgs& b) { b.vector_path = false; }));
+  EXPECT_FALSE(with([](MixedSparseIndicesArgs& b) { b.power_of_two_blocks = false; }));
+  EXPECT_FALSE(with([](MixedSparseIndicesArgs& b) { b.num_rows = b.num_tokens + 1; }));
+  EXPECT_FALSE(with([](MixedSparseIndicesArgs& b) { b.num_decode_tokens = 0; }));  // prefill-only next to mixed
+  StepSizes sizes{};
+  EXPECT_FALSE(with([&](MixedSparseIndicesArgs& b) { b.run_time_sizes = &sizes; }));
+  const MultiBuildArgs m = multi_build_args(builds, 3, LaunchShape{16, 2});  // 3 rows: one CTA each
+  EXPECT_EQ(m.first_cta[3], 3u);
+  EXPECT_EQ(build_of_cta(m, 0), 0);
+  EXPECT_EQ(build_of_cta(m, 2), 2);
 }
 
 // Wide rows (a group's ranks each own chunks in several passes) and the tiny batch.

@@ -9,6 +9,7 @@
 #include "harness/hand_cases.h"
 #include "optimized/host_builder.h"
 #include "optimized/step_index_cache.h"
+#include "support/assertions.h"
 #include "support/backend_test.h"
 #include "support/expectations.h"
 
@@ -76,6 +77,86 @@ TEST_P(StepIndexCacheTest, C4AIsNeverCached) {
   EXPECT_EQ(counted().build_calls(), 2);
   EXPECT_EQ(cache.hits(), 0);
   EXPECT_EQ(cache.entries(), 0u);
+}
+
+// SPEC §8: a C4A layer naming its index source is cached per (source, shape); another source,
+// another top-k or no source builds.
+TEST_P(StepIndexCacheTest, C4aIsCachedPerIndexSourceAndShape) {
+  StepIndexCache cache(counted());
+  const BuiltIndices a = cache.get_or_build(LayerKind::kC4A, c4a(), 3);
+  const BuiltIndices b = cache.get_or_build(LayerKind::kC4A, c4a(), 3);
+  EXPECT_EQ(a.sparse_indices, b.sparse_indices);
+  EXPECT_EQ(a.sparse_lens, b.sparse_lens);
+  EXPECT_NE(cache.get_or_build(LayerKind::kC4A, c4a(), 4).sparse_indices, a.sparse_indices);
+  const BuiltIndices none = cache.get_or_build(LayerKind::kC4A, c4a());
+  EXPECT_NE(none.sparse_indices, a.sparse_indices);
+  EXPECT_NE(cache.get_or_build(LayerKind::kC4A, c4a(), -1).sparse_indices, none.sparse_indices);
+  ref::BuilderInputs topk7 = harness::tiny_c4a();
+  topk7.topk = 7;
+  harness::StagedRequest k7(backend(), topk7);
+  EXPECT_NE(cache.get_or_build(LayerKind::kC4A, k7.request(), 3).sparse_indices, a.sparse_indices);
+  EXPECT_EQ(counted().build_calls(), 5);
+  EXPECT_EQ(cache.hits(), 1);
+  EXPECT_EQ(cache.entries(), 3u);
+  EXPECT_EQ(cache.get_or_build(LayerKind::kC4A, c4a(), 3).sparse_indices, a.sparse_indices);
+  const ref::BuilderOutput want = ref::build_mixed_sparse_indices(harness::tiny_c4a());
+  (void)cache.take_content_errors();  // synchronizes
+  EXPECT_TRUE(same_matrix(want.sparse_indices, harness::download(backend(), a).sparse_indices));
+}
+
+TEST(CacheKeys, NameThePartAndTheIndexSource) {
+  harness::StagedRequest staged(opt::Backend::kHost, harness::tiny_c4a());
+  opt::BuildRequest r = staged.request();
+  EXPECT_FALSE(opt::cache_key(LayerKind::kC4A, r, 3) == opt::cache_key(LayerKind::kC4A, r, 4));
+  EXPECT_FALSE(opt::cache_key(LayerKind::kC4A, r, 3) == opt::cache_key(LayerKind::kC4A, r));
+  EXPECT_TRUE(opt::cache_key(LayerKind::kC4A, r, -7) == opt::cache_key(LayerKind::kC4A, r));
+  opt::BuildRequest compressed = r;
+  compressed.part = opt::RowPart::kCompressed;
+  EXPECT_FALSE(opt::cache_key(LayerKind::kC4A, r, 3) == opt::cache_key(LayerKind::kC4A, compressed, 3));
+  EXPECT_TRUE(opt::is_cacheable(LayerKind::kC4A, 0));
+  EXPECT_FALSE(opt::is_cacheable(LayerKind::kC4A, -1));
+  EXPECT_TRUE(opt::is_cacheable(LayerKind::kC128A, -1));
+}
+
+// SPEC §8 one launch: the builds of new keys in one builder call (a duplicate key once, a key
+// already cached a hit, an uncacheable build built but not kept); later calls of the new keys hit.
+TEST_P(StepIndexCacheTest, BuildTogetherBuildsTheNewKeysInOneCall) {
+  StepIndexCache cache(counted());
+  const BuiltIndices cached = cache.get_or_build(LayerKind::kC128A, c128a());
+  const opt::LayerBuild builds[4] = {{LayerKind::kSwaOnly, swa(), -1},
+                                     {LayerKind::kC128A, c128a(), -1},
+                                     {LayerKind::kC4A, c4a(), -1},
+                                     {LayerKind::kSwaOnly, swa(), -1}};
+  BuiltIndices out[4];
+  cache.build_together(builds, 4, out);
+  EXPECT_EQ(counted().build_calls(), 3);
+  EXPECT_EQ(counted().launches(), 2);
+  EXPECT_EQ(cache.builder_calls(), 3);
+  EXPECT_EQ(cache.launches(), 2);
+  EXPECT_EQ(out[1].sparse_indices, cached.sparse_indices);
+  EXPECT_EQ(out[3].sparse_indices, out[0].sparse_indices);
+  EXPECT_EQ(cache.get_or_build(LayerKind::kSwaOnly, swa()).sparse_indices, out[0].sparse_indices);
+  EXPECT_NE(cache.get_or_build(LayerKind::kC4A, c4a()).sparse_indices, out[2].sparse_indices);
+  EXPECT_EQ(counted().build_calls(), 4);
+  (void)cache.take_content_errors();  // synchronizes
+  EXPECT_TRUE(same_matrix(ref::build_mixed_sparse_indices(harness::tiny_swa_only()).sparse_indices,
+                          harness::download(backend(), out[0]).sparse_indices));
+  EXPECT_TRUE(same_matrix(ref::build_mixed_sparse_indices(harness::tiny_c4a()).sparse_indices,
+                          harness::download(backend(), out[2]).sparse_indices));
+}
+
+TEST_P(StepIndexCacheTest, BuildTogetherRefusesWhatItCannotShare) {
+  const opt::LayerBuild builds[5] = {{LayerKind::kSwaOnly, swa(), -1}, {LayerKind::kSwaOnly, swa(), -1},
+                                     {LayerKind::kSwaOnly, swa(), -1}, {LayerKind::kSwaOnly, swa(), -1},
+                                     {LayerKind::kSwaOnly, swa(), -1}};
+  BuiltIndices out[5];
+  StepIndexCache disabled(counted(), CacheOptions{false, false});
+  EXPECT_THROW(disabled.build_together(builds, 1, out), std::logic_error);
+  StepIndexCache cache(counted());
+  EXPECT_THROW(cache.build_together(builds, 5, out), std::invalid_argument);
+  cache.end_step();
+  EXPECT_THROW(cache.build_together(builds, 1, out), std::logic_error);
+  EXPECT_EQ(counted().build_calls(), 0);
 }
 
 TEST_P(StepIndexCacheTest, DisabledCacheAlwaysBuilds) {

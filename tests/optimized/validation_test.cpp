@@ -146,6 +146,52 @@ TEST(Validation, ViewShapes) {
   EXPECT_NO_THROW(validate_request_shape(one_row.request));
 }
 
+// SPEC §8 parts: host-sized steps only; a tail build needs the buffer it writes into; a split
+// compressed segment is P_cap wide, a window part writes no lengths, and a tail build's buffer
+// (the step's own, W + P wide) may have any stride that holds a row.
+TEST(Validation, RowParts) {
+  expect_rejected({
+      {[](F& f) { f.request.part = RowPart::kTail; }, {"part = tail", "output.sparse_indices is null"}},
+      {[](F& f) {
+         f.request.part = RowPart::kCompressed;
+         f.request.run_time_sizes = reinterpret_cast<const StepSizes*>(f.qsl.data());
+       },
+       {"part = compressed", "run_time_sizes"}},
+      {[](F& f) {
+         f.request.part = RowPart::kWindow;
+         f.request.row_capacity = 4;
+       },
+       {"part = window", "row_capacity = 4", "T = 3"}},
+      {[](F& f) {
+         f.request.part = RowPart::kCompressed;
+         f.request.output = OutputView{f.output, 0, f.output + 16};
+       },
+       {"output.row_stride = 0", "P_cap = 4"}},
+      {[](F& f) {
+         f.request.part = RowPart::kTail;
+         f.request.output = OutputView{f.output, 7, f.output + 24};
+       },
+       {"output.row_stride = 7", "tail build", "W + P_cap = 8"}},
+      {[](F& f) {
+         f.request.part = RowPart::kTail;
+         f.request.output = OutputView{f.output, 8, nullptr};
+       },
+       {"output.sparse_lens is null"}}});
+  Fixture compressed;  // the segment's own width
+  compressed.request.part = RowPart::kCompressed;
+  compressed.request.output = OutputView{compressed.output, 4, compressed.output + 16};
+  EXPECT_NO_THROW(validate_request_shape(compressed.request));
+  Fixture window;  // no lengths
+  window.request.part = RowPart::kWindow;
+  window.request.output = OutputView{window.output, 8, nullptr};
+  EXPECT_NO_THROW(validate_request_shape(window.request));
+  Fixture tail;  // an odd stride: the buffer of an odd window
+  tail.request.part = RowPart::kTail;
+  tail.request.output = OutputView{tail.output + 1, 9, tail.output};
+  EXPECT_NO_THROW(validate_request_shape(tail.request));
+  EXPECT_STREQ(row_part_name(RowPart::kWhole), "whole");
+}
+
 TEST(Validation, StepStructure) {
   expect_rejected({{[](F& f) { f.qsl = {1, 1, 3}; }, {"query_start_loc[0] = 1"}, false},
                    {[](F& f) { f.qsl = {0, 4, 3}; }, {"query_start_loc[2] = 3", "query_start_loc[1] = 4"}, false},

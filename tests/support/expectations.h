@@ -14,6 +14,7 @@
 #include "harness/differential.h"
 #include "harness/staged_request.h"
 #include "optimized/validation.h"
+#include "reference/sharing_modes.h"
 
 namespace dsv4::testing {
 
@@ -85,6 +86,39 @@ inline ::testing::AssertionResult builds_twice_as(opt::MixedSparseIndicesBuilder
   where.backend = opt::backend_name(backend);
   where.window = request.window;
   return no_mismatch(harness::compare_build(expected, got, errors, num_decode_tokens, where));
+}
+
+// The poison builds_twice_as fills outputs with before the rebuild: what a build leaves there
+// where it writes nothing.
+inline constexpr int32_t kPoisonedIndex = 0x5a5a5a5a;
+inline constexpr int32_t kPoisonedLength = static_cast<int32_t>(0xa5a5a5a5u);
+
+// SPEC §8: what a build of `part` of `in` leaves in outputs poisoned as builds_twice_as poisons
+// them: its columns of the reference's rows (cut as reference/sharing_modes.h cuts them) and
+// the poison elsewhere, and the content errors of its columns (the window's are those of the
+// SWA segment's own build).
+inline ref::BuilderOutput reference_part(const ref::BuilderInputs& in, opt::RowPart part) {
+  ref::BuilderOutput whole = ref::build_mixed_sparse_indices(in);
+  if (part == opt::RowPart::kWhole) return whole;
+  const int32_t W = in.window;
+  const int64_t window_errors = ref::build_mixed_sparse_indices(ref::window_segment_inputs(in)).content_errors;
+  const ref::SplitOutput split = ref::split_output(whole, W);
+  ref::BuilderOutput out;
+  out.content_errors = part == opt::RowPart::kWindow ? window_errors : whole.content_errors - window_errors;
+  if (part == opt::RowPart::kCompressed) {
+    out.sparse_indices = split.compressed_indices;
+    out.sparse_lens = split.compressed_lens;
+    return out;
+  }
+  out.sparse_indices = whole.sparse_indices;
+  out.sparse_lens = whole.sparse_lens;
+  if (part == opt::RowPart::kWindow) {  // the window columns, no lengths
+    out.sparse_indices.rightCols(out.sparse_indices.cols() - W).setConstant(kPoisonedIndex);
+    out.sparse_lens.setConstant(kPoisonedLength);
+  } else {  // kTail: the compressed columns and the lengths
+    out.sparse_indices.leftCols(W).setConstant(kPoisonedIndex);
+  }
+  return out;
 }
 
 // Stages `in` in `layout`, validates it as a StepIndexer would and builds it twice
