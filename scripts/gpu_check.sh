@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# On a CUDA machine: build with CUDA, run the GPU tests (`ctest -L gpu`: the CUDA instance of
-# every backend-parametrized test, and the CUDA-only ones), compute-sanitizer memcheck and
-# racecheck + synccheck over them (the properties with 20 cases each; the six runs at once),
-# and `dsv4 verify` on both backends. Logs go to OUTDIR.
+# On a CUDA machine: build with CUDA, then at once: the GPU tests (`ctest -L gpu`: the CUDA
+# instance of every backend-parametrized test, and the CUDA-only ones), `dsv4 verify` on both
+# backends in every SPEC §8 mode, the shipped captures replayed, and compute-sanitizer
+# memcheck, racecheck and synccheck over the CUDA tests (the properties with 20 cases each).
+# Logs and summary.txt go to OUTDIR.
 # DEPS (optional): a folder with usr/ holding RapidCheck, nlohmann_json and CLI11 (unpacked
 # Debian packages librapidcheck-dev, nlohmann-json3-dev, libcli11-dev), for machines that
 # can't apt-get them.
@@ -24,31 +25,51 @@ step() { echo "== $1: $2" | tee -a "$out/summary.txt"; }
 BUILD_DIR=build-gpu ./scripts/build.sh -DDSV4_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 "${extra[@]}" \
   > "$out/build.log" 2>&1 || { step build FAILED; tail -50 "$out/build.log"; exit 1; }
 step build ok
-ctest --test-dir build-gpu -L gpu --output-on-failure > "$out/gpu_tests.log" 2>&1 && r=ok || { r=FAILED; status=1; }
-step "gpu tests" "$r ($(grep -E 'tests passed|tests failed' "$out/gpu_tests.log" | tail -1))"
-grep -c "Skipped\|SKIPPED" "$out/gpu_tests.log" | xargs echo "   skipped lines:" | tee -a "$out/summary.txt"
-./build-gpu/harness/dsv4 verify --steps "$steps" --backend all > "$out/verify.log" 2>&1 && r=ok || { r=FAILED; status=1; }
-step "dsv4 verify --steps $steps --backend all" "$r"
-tail -25 "$out/verify.log" | tee -a "$out/summary.txt"
-# The three tools run at once (each its own process on the one GPU; 16-core machines): the
-# slowest, racecheck over the 200-replay step-graph tests, sets the wall time.
-sanitize() {  # sanitize TOOL EXE: one run, its log and verdict line in $out
-  local tool=$1 exe=$2 leak=() r
-  [ "$tool" = memcheck ] && leak=(--leak-check full)
-  RC_PARAMS="max_success=20" timeout "${SANITIZER_TIMEOUT:-300}" compute-sanitizer --tool "$tool" --error-exitcode 3 \
-    "${leak[@]}" "./build-gpu/tests/$exe" --gtest_filter='Cuda*' > "$out/sanitizer_${tool}_$exe.log" 2>&1 &&
-    r=ok || r="FAILED rc=$?"
-  echo "$r ($(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/sanitizer_${tool}_$exe.log" | tail -1); $(grep -E '^\[  (PASSED|FAILED) ' "$out/sanitizer_${tool}_$exe.log" | tr '\n' ' '))" > "$out/sanitizer_${tool}_$exe.verdict"
+# Everything after the build runs at once (one GPU, 16-core machines): the GPU tests, dsv4
+# verify in every SPEC §8 mode on both backends, the shipped captures replayed, and the
+# sanitizer runs; the slowest (racecheck over the 200-replay step-graph tests) sets the wall.
+run_logged() {  # run_logged NAME COMMAND...: its log $out/NAME.log, its exit status $out/NAME.rc
+  local name=$1
+  shift
+  timeout "${STAGE_TIMEOUT:-540}" "$@" > "$out/$name.log" 2>&1
+  echo $? > "$out/$name.rc"
 }
+verdict() { [ "$(cat "$out/$1.rc")" = 0 ] && echo ok || { status=1; echo "FAILED rc=$(cat "$out/$1.rc")"; }; }
+replay_captures() {
+  local d rc=0
+  for d in tests/data/capture_*; do
+    ./build-gpu/harness/dsv4 replay "$d" --backend all || { echo "FAILED: $d"; rc=1; }
+  done
+  return $rc
+}
+# 200 replays of a step graph per test: under racecheck they are the longest run, so they
+# get a process of their own.
+graph_replays='Cuda/StepGraphTest.*ReplaysOfRandomDecodeSteps*'
+sanitize() {  # sanitize TOOL EXE FILTER NAME
+  local tool=$1 exe=$2 filter=$3 name=$4 leak=()
+  [ "$tool" = memcheck ] && leak=(--leak-check full)
+  RC_PARAMS="max_success=20" timeout "${SANITIZER_TIMEOUT:-540}" compute-sanitizer --tool "$tool" --error-exitcode 3 \
+    "${leak[@]}" "./build-gpu/tests/$exe" --gtest_filter="$filter" > "$out/$name.log" 2>&1
+  echo $? > "$out/$name.rc"
+}
+run_logged gpu_tests ctest --test-dir build-gpu -L gpu --output-on-failure &
+run_logged verify ./build-gpu/harness/dsv4 verify --steps "$steps" --backend all --mode all &
+{ replay_captures > "$out/replay_captures.log" 2>&1; echo $? > "$out/replay_captures.rc"; } &
+sanitizers=()
 for tool in memcheck racecheck synccheck; do
-  for exe in optimized_tests property_tests; do sanitize $tool $exe & done
+  sanitize $tool optimized_tests "Cuda*:-$graph_replays" "sanitizer_${tool}_optimized_tests" &
+  sanitize $tool property_tests 'Cuda*' "sanitizer_${tool}_property_tests" &
+  sanitize $tool optimized_tests "$graph_replays" "sanitizer_${tool}_graph_replays" &
+  sanitizers+=("sanitizer_${tool}_optimized_tests" "sanitizer_${tool}_property_tests" "sanitizer_${tool}_graph_replays")
 done
 wait
-for tool in memcheck racecheck synccheck; do
-  for exe in optimized_tests property_tests; do
-    verdict=$(cat "$out/sanitizer_${tool}_$exe.verdict")
-    case "$verdict" in ok*) ;; *) status=1 ;; esac
-    step "compute-sanitizer $tool $exe" "$verdict"
-  done
+step "gpu tests" "$(verdict gpu_tests) ($(grep -E 'tests passed|tests failed' "$out/gpu_tests.log" | tail -1))"
+grep -c "Skipped\|SKIPPED" "$out/gpu_tests.log" | xargs echo "   skipped lines:" | tee -a "$out/summary.txt"
+step "dsv4 verify --steps $steps --backend all --mode all" "$(verdict verify)"
+tail -25 "$out/verify.log" | tee -a "$out/summary.txt"
+step "dsv4 replay tests/data/capture_* --backend all" "$(verdict replay_captures)"
+for name in "${sanitizers[@]}"; do
+  step "compute-sanitizer ${name#sanitizer_}" \
+    "$(verdict "$name") ($(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/$name.log" | tail -1); $(grep -E '^\[  (PASSED|FAILED) ' "$out/$name.log" | tr '\n' ' '))"
 done
 exit $status

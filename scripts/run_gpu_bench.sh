@@ -122,7 +122,7 @@ if [ "$peer" != only ]; then
   # default) gains, same run.
   if [ "$backend" = cuda ]; then
     stage step_bench_no_pdl 60 "$bin/step_bench" "${gbench[@]}" --no_programmatic_launch \
-      --benchmark_filter=/cached --benchmark_out="$out/step_bench_no_pdl.json"
+      --benchmark_filter=/cached/ --benchmark_out="$out/step_bench_no_pdl.json"
   fi
   # Both stand-ins (busy-wait, streaming) x rest 100/500/2000 us x 3 reps: ~55 s of stand-in
   # time at the default prompts, the rest is staging; past 140 s no new step is staged and
