@@ -221,6 +221,9 @@ class OwnStreamCudaBuilder final : public opt::MixedSparseIndicesBuilder {
 
   opt::Backend backend() const override { return inner_->backend(); }
   opt::BuiltIndices build(const opt::BuildRequest& request) override { return inner_->build(request); }
+  void build_together(const opt::BuildRequest* requests, int count, opt::BuiltIndices* out) override {
+    inner_->build_together(requests, count, out);  // one launch, as the CUDA builder does it
+  }
   int64_t take_content_errors() override { return inner_->take_content_errors(); }
   void release_outputs() override { inner_->release_outputs(); }
   void begin_recording() override { inner_->begin_recording(); }
