@@ -5,6 +5,8 @@
 #include <cuda_runtime_api.h>
 
 #include <memory>
+#include <mutex>
+#include <shared_mutex>
 #include <stdexcept>
 #include <string>
 
@@ -24,7 +26,9 @@ struct DeviceDeleter {
 };
 struct PinnedDeleter {
   void operator()(void* p) const noexcept {
-    if (p != nullptr) (void)cudaFreeHost(p);
+    if (p == nullptr) return;
+    const std::shared_lock<std::shared_mutex> no_recording(device_sync_lock());  // cudaFreeHost may sync
+    (void)cudaFreeHost(p);
   }
 };
 
@@ -88,14 +92,17 @@ class CudaBuilder final : public MixedSparseIndicesBuilder {
   // queued on stream_ (consumers on other streams must be ordered by the caller).
   void release_outputs() override { arena_.recycle(); }
 
-  // Stream capture (thread-local mode: other threads' CUDA calls stay legal meanwhile). The
-  // legacy default stream cannot be captured.
+  // Stream capture (thread-local mode: other threads' CUDA calls stay legal meanwhile, but none
+  // may synchronize the device: device_sync_lock() is held until the capture ends). The legacy
+  // default stream cannot be captured.
   void begin_recording() override {
     if (recording_) throw std::logic_error("begin_recording: already recording");
     if (stream_ == nullptr) {
       throw std::invalid_argument("recording needs the builder on a stream of its own (the legacy default stream cannot be captured)");
     }
+    std::unique_lock<std::shared_mutex> no_device_sync(device_sync_lock());
     DSV4_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    recording_lock_ = std::move(no_device_sync);
     recording_ = true;
   }
 
@@ -103,7 +110,9 @@ class CudaBuilder final : public MixedSparseIndicesBuilder {
     if (!recording_) throw std::logic_error("end_recording without begin_recording");
     recording_ = false;
     cudaGraph_t graph = nullptr;
-    DSV4_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+    const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
+    recording_lock_ = {};
+    DSV4_CUDA_CHECK(ended);
     return std::make_unique<CudaGraphBuilds>(graph, stream_);
   }
 
@@ -151,6 +160,7 @@ class CudaBuilder final : public MixedSparseIndicesBuilder {
   std::unique_ptr<unsigned long long, DeviceDeleter> device_errors_;
   std::unique_ptr<unsigned long long, PinnedDeleter> host_errors_;
   bool recording_ = false;
+  std::unique_lock<std::shared_mutex> recording_lock_;  // held while recording
 };
 
 }  // namespace

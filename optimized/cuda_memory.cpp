@@ -1,6 +1,8 @@
 // CUDA builds: device memory and the error helper of cuda_check.h.
 #include <cuda_runtime_api.h>
 
+#include <mutex>
+#include <shared_mutex>
 #include <stdexcept>
 #include <string>
 
@@ -25,11 +27,14 @@ void* device_allocate(size_t bytes) {
 }
 
 void device_release(void* p) noexcept {
-  if (p != nullptr) (void)cudaFree(p);
+  if (p == nullptr) return;
+  const std::shared_lock<std::shared_mutex> no_recording(device_sync_lock());
+  (void)cudaFree(p);
 }
 
 void device_copy_from_host(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
+  const std::shared_lock<std::shared_mutex> no_recording(device_sync_lock());
   DSV4_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
   // A pageable upload may still be in flight when cudaMemcpy returns; kernels on a
   // non-blocking stream would not wait for it.
@@ -38,6 +43,7 @@ void device_copy_from_host(void* dst, const void* src, size_t bytes) {
 
 void device_copy_to_host(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
+  const std::shared_lock<std::shared_mutex> no_recording(device_sync_lock());
   // Builds may sit on a non-blocking stream that the legacy-stream cudaMemcpy does not wait for.
   DSV4_CUDA_CHECK(cudaDeviceSynchronize());
   DSV4_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
