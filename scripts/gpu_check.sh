@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On a CUDA machine: build with CUDA, then at once: the GPU tests (`ctest -L gpu`: the CUDA
+# On a CUDA machine: build with CUDA, then (in two phases of runs at once) the GPU tests (`ctest -L gpu`: the CUDA
 # instance of every backend-parametrized test, and the CUDA-only ones), `dsv4 verify` on both
 # backends in every SPEC §8 mode, the shipped captures replayed, and compute-sanitizer
 # memcheck, racecheck and synccheck over the CUDA tests (the properties with 20 cases each).
@@ -25,9 +25,10 @@ step() { echo "== $1: $2" | tee -a "$out/summary.txt"; }
 BUILD_DIR=build-gpu ./scripts/build.sh -DDSV4_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 "${extra[@]}" \
   > "$out/build.log" 2>&1 || { step build FAILED; tail -50 "$out/build.log"; exit 1; }
 step build ok
-# Everything after the build runs at once (one GPU, 16-core machines): the GPU tests, dsv4
-# verify in every SPEC §8 mode on both backends, the shipped captures replayed, and the
-# sanitizer runs; the slowest (racecheck over the 200-replay step-graph tests) sets the wall.
+# After the build, two phases of runs at once (one GPU, 16-core machines): the GPU tests, dsv4
+# verify in every SPEC §8 mode on both backends and the shipped captures replayed; then the
+# sanitizer runs, the slowest of which (racecheck over the 200-replay step-graph tests) sets
+# the wall.
 run_logged() {  # run_logged NAME COMMAND...: its log $out/NAME.log, its exit status $out/NAME.rc
   local name=$1
   shift
@@ -55,6 +56,9 @@ sanitize() {  # sanitize TOOL EXE FILTER NAME
 run_logged gpu_tests ctest --test-dir build-gpu -L gpu --output-on-failure &
 run_logged verify ./build-gpu/harness/dsv4 verify --steps "$steps" --backend all --mode all &
 { replay_captures > "$out/replay_captures.log" 2>&1; echo $? > "$out/replay_captures.rc"; } &
+# verify's threads use every core: beside the nine sanitizer processes its first 1000 steps took
+# 265 s on an H200 machine (16 cores), so the sanitizers start once it is done.
+wait
 sanitizers=()
 for tool in memcheck racecheck synccheck; do
   sanitize $tool optimized_tests "Cuda*:-$graph_replays" "sanitizer_${tool}_optimized_tests" &
