@@ -71,7 +71,7 @@ __device__ __forceinline__ int32_t group_sum(int32_t value) {
 // and R are read first (resolve_run_time_sizes), rows [T, T_cap) are padding and rows whose
 // metadata breaks the checks are written -1 (plan_row<true>).
 // `cta`: the CTA's index among the build's CTAs (blockIdx.x for a launch of one build).
-template <int kGroupThreads, int kChunks, bool kPowerOfTwo, bool kVec4, RowKinds kRows, bool kChecked>
+template <int kGroupThreads, int kChunks, bool kPowerOfTwo, bool kVec4, RowKinds kRows, bool kChecked, bool kParts>
 __device__ __forceinline__ void build_cta_rows(const MixedSparseIndicesArgs& args, uint32_t cta) {
   constexpr int32_t kRowsPerCta = kCta / kGroupThreads;
   const int32_t rank = static_cast<int32_t>(threadIdx.x) % kGroupThreads;
@@ -80,31 +80,32 @@ __device__ __forceinline__ void build_cta_rows(const MixedSparseIndicesArgs& arg
   int32_t errors = 0;
   RowShare share{};
   if (active) {
-    share = build_row_share<kPowerOfTwo, kVec4, kChunks, kRows, kChecked>(args, static_cast<int32_t>(t), rank,
+    share = build_row_share<kPowerOfTwo, kVec4, kChunks, kRows, kChecked, kParts>(args, static_cast<int32_t>(t), rank,
                                                                            kGroupThreads, &errors);
   } else if (kChecked && t < args.num_rows) {
-    write_padding_row<kVec4>(args, static_cast<int32_t>(t), rank, kGroupThreads);
+    write_padding_row<kVec4, kParts>(args, static_cast<int32_t>(t), rank, kGroupThreads);
   }
   int32_t picks = share.picks;
   if (kRows != RowKinds::kPrefill && args.decode_local && args.num_decode_tokens > 0) {
     picks = group_sum<kGroupThreads>(picks);
   }
-  if (active && rank == 0) finish_row<kChecked>(args, share, picks, &errors);
+  if (active && rank == 0) finish_row<kChecked, kParts>(args, share, picks, &errors);
   errors = lanes_sum<kWarp>(errors);
   if (threadIdx.x % kWarp == 0 && errors != 0) {
     atomicAdd(args.content_errors, static_cast<unsigned long long>(errors));
   }
 }
 
-template <int kGroupThreads, int kChunks, bool kPowerOfTwo, bool kVec4, RowKinds kRows, bool kChecked = false>
+template <int kGroupThreads, int kChunks, bool kPowerOfTwo, bool kVec4, RowKinds kRows, bool kChecked = false,
+          bool kParts = false>
 __global__ void __launch_bounds__(kCta, Policy::min_ctas_per_sm(kChunks)) mixed_sparse_indices_kernel(const MixedSparseIndicesArgs args) {
   begin_after_prior_grid();
   if constexpr (kChecked) {
     MixedSparseIndicesArgs step = args;  // the capacities replaced by the step's sizes
     resolve_run_time_sizes(step);
-    build_cta_rows<kGroupThreads, kChunks, kPowerOfTwo, kVec4, kRows, true>(step, blockIdx.x);
+    build_cta_rows<kGroupThreads, kChunks, kPowerOfTwo, kVec4, kRows, true, kParts>(step, blockIdx.x);
   } else {
-    build_cta_rows<kGroupThreads, kChunks, kPowerOfTwo, kVec4, kRows, false>(args, blockIdx.x);
+    build_cta_rows<kGroupThreads, kChunks, kPowerOfTwo, kVec4, kRows, false, kParts>(args, blockIdx.x);
   }
 }
 
@@ -116,7 +117,7 @@ __global__ void __launch_bounds__(kCta, Policy::min_ctas_per_sm(kChunks))
     multi_build_kernel(const __grid_constant__ MultiBuildArgs m) {
   begin_after_prior_grid();
   const int b = build_of_cta(m, blockIdx.x);
-  build_cta_rows<kGroupThreads, kChunks, kPowerOfTwo, kVec4, kRows, false>(m.builds[b], blockIdx.x - m.first_cta[b]);
+  build_cta_rows<kGroupThreads, kChunks, kPowerOfTwo, kVec4, kRows, false, true>(m.builds[b], blockIdx.x - m.first_cta[b]);
 }
 
 // SPEC §7 status of a step's metadata: the threads of one CTA (any size) check every request
@@ -186,7 +187,7 @@ enum class DecodeForm : uint8_t { kWindowOnly, kGlobal, kLocal };
 // request's entries read only once the request is known to be < R) is -1 with length 0 and no
 // content error. With `status`, one more CTA checks the step's metadata and writes it, so a
 // step graph needs no separate check launch.
-template <DecodeForm kForm, bool kChecked>
+template <DecodeForm kForm, bool kChecked, bool kParts>
 __global__ void __launch_bounds__(Policy::kDecodeRowMaxChunks)
     decode_chunk_kernel(const MixedSparseIndicesArgs args, MetadataStatus* status) {
   begin_after_prior_grid();
@@ -198,8 +199,9 @@ __global__ void __launch_bounds__(Policy::kDecodeRowMaxChunks)
   }
   const int32_t t = static_cast<int32_t>(blockIdx.x);
   const int32_t k = static_cast<int32_t>(threadIdx.x);
-  const int32_t c0 = args.first_column + 4 * k;
-  const bool written = c0 < args.end_column;  // threads past the part: nothing read, looked up or stored
+  using Columns = RowColumns<kParts>;
+  const int32_t c0 = Columns::first(args) + 4 * k;
+  const bool written = c0 < Columns::end(args);  // threads past the part: nothing read, looked up or stored
   const int32_t j0 = c0 - args.window;  // the chunk's first compressed column (< 0: window)
   // Unchecked, row t is a decode row; checked, t < T_cap and the inputs hold D_cap rows.
   const bool has_input_row = !kChecked || t < args.num_decode_tokens;
@@ -279,7 +281,7 @@ __global__ void __launch_bounds__(Policy::kDecodeRowMaxChunks)
 #pragma unroll
       for (int e = 0; e < 4; ++e) v[e] = -1;
     }
-    store_chunk<4>(a.sparse_indices + static_cast<int64_t>(t) * a.output_stride + (c0 - a.output_shift), v);
+    store_chunk<4>(a.sparse_indices + static_cast<int64_t>(t) * a.output_stride + (c0 - Columns::shift(a)), v);
   }
   if constexpr (kForm == DecodeForm::kLocal) {  // the row's length counts its picks
     __shared__ int32_t warp_picks[Policy::kDecodeRowMaxChunks / kWarp];
@@ -295,7 +297,9 @@ __global__ void __launch_bounds__(Policy::kDecodeRowMaxChunks)
     int32_t compressed_length = 0;
     if (kForm == DecodeForm::kGlobal) compressed_length = a.decode_compressed_lens != nullptr ? length_input : a.decode_width;
     if (kForm == DecodeForm::kLocal) compressed_length = length_input != 0 ? picks : 0;
-    if (a.sparse_lens != nullptr) a.sparse_lens[t] = (in_range ? a.window + compressed_length : 0) - a.length_offset;
+    if (Columns::writes_lens(a)) {
+      a.sparse_lens[t] = (in_range ? a.window + compressed_length : 0) - Columns::length_offset(a);
+    }
     // Unchecked, a request out of range is a content error; checked, the status reports it.
     if (!kChecked && !in_range) ++errors;
   }
@@ -304,15 +308,15 @@ __global__ void __launch_bounds__(Policy::kDecodeRowMaxChunks)
 
 using KernelFunction = void (*)(MixedSparseIndicesArgs);
 
-template <int kChunks, bool kPowerOfTwo, bool kVec4, RowKinds kRows, bool kChecked = false>
+template <int kChunks, bool kPowerOfTwo, bool kVec4, RowKinds kRows, bool kChecked = false, bool kParts = false>
 KernelFunction kernel_for_group(int32_t group_threads) {
   switch (group_threads) {
-    case 8: return &mixed_sparse_indices_kernel<8, kChunks, kPowerOfTwo, kVec4, kRows, kChecked>;
-    case 16: return &mixed_sparse_indices_kernel<16, kChunks, kPowerOfTwo, kVec4, kRows, kChecked>;
-    case 32: return &mixed_sparse_indices_kernel<32, kChunks, kPowerOfTwo, kVec4, kRows, kChecked>;
-    case 64: return &mixed_sparse_indices_kernel<64, kChunks, kPowerOfTwo, kVec4, kRows, kChecked>;
-    case 128: return &mixed_sparse_indices_kernel<128, kChunks, kPowerOfTwo, kVec4, kRows, kChecked>;
-    default: return &mixed_sparse_indices_kernel<256, kChunks, kPowerOfTwo, kVec4, kRows, kChecked>;
+    case 8: return &mixed_sparse_indices_kernel<8, kChunks, kPowerOfTwo, kVec4, kRows, kChecked, kParts>;
+    case 16: return &mixed_sparse_indices_kernel<16, kChunks, kPowerOfTwo, kVec4, kRows, kChecked, kParts>;
+    case 32: return &mixed_sparse_indices_kernel<32, kChunks, kPowerOfTwo, kVec4, kRows, kChecked, kParts>;
+    case 64: return &mixed_sparse_indices_kernel<64, kChunks, kPowerOfTwo, kVec4, kRows, kChecked, kParts>;
+    case 128: return &mixed_sparse_indices_kernel<128, kChunks, kPowerOfTwo, kVec4, kRows, kChecked, kParts>;
+    default: return &mixed_sparse_indices_kernel<256, kChunks, kPowerOfTwo, kVec4, kRows, kChecked, kParts>;
   }
 }
 
@@ -324,17 +328,22 @@ template <bool kPowerOfTwo, bool kChecked>
 KernelFunction scalar_kernel(int32_t group_threads) {
   constexpr int kChunks = Policy::kDefaultChunks;
   constexpr RowKinds kAny = RowKinds::kBoth;
-  return group_threads == kWarp ? &mixed_sparse_indices_kernel<kWarp, kChunks, kPowerOfTwo, false, kAny, kChecked>
-                                : &mixed_sparse_indices_kernel<kCta, kChunks, kPowerOfTwo, false, kAny, kChecked>;
+  return group_threads == kWarp ? &mixed_sparse_indices_kernel<kWarp, kChunks, kPowerOfTwo, false, kAny, kChecked, true>
+                                : &mixed_sparse_indices_kernel<kCta, kChunks, kPowerOfTwo, false, kAny, kChecked, true>;
 }
 
 // The common path (power-of-two blocks, 16-byte rows) is specialised by the step's row kinds:
 // a decode-only or prefill-only launch runs a kernel of half the code.
-KernelFunction select_kernel(const LaunchShape& shape, bool power_of_two, bool vec4, RowKinds rows) {
+// A SPEC §8 part (parts: not a whole-row build) takes the general kernel of both row kinds.
+KernelFunction select_kernel(const LaunchShape& shape, bool power_of_two, bool vec4, RowKinds rows, bool parts) {
   constexpr int kChunks = Policy::kDefaultChunks;
   if (!vec4) {
     return power_of_two ? scalar_kernel<true, false>(shape.group_threads)
                         : scalar_kernel<false, false>(shape.group_threads);
+  }
+  if (parts) {
+    return power_of_two ? kernel_for_group<kChunks, true, true, RowKinds::kBoth, false, true>(shape.group_threads)
+                        : kernel_for_group<kChunks, false, true, RowKinds::kBoth, false, true>(shape.group_threads);
   }
   if (!power_of_two) return kernel_for_group<kChunks, false, true, RowKinds::kBoth>(shape.group_threads);
   static_assert(sizeof(Policy::kChunkChoices) / sizeof(Policy::kChunkChoices[0]) == 1 &&
@@ -460,11 +469,19 @@ KernelStatus launch_metadata_check(const MixedSparseIndicesArgs& args, MetadataS
                 config.programmatic_launch, stream, "cudaLaunchKernelExC(metadata_check_kernel)", __LINE__);
 }
 
-template <bool kChecked>
+template <bool kChecked, bool kParts>
 const void* decode_chunk_kernel_for(const MixedSparseIndicesArgs& args) {
-  if (args.decode_width == 0) return reinterpret_cast<const void*>(&decode_chunk_kernel<DecodeForm::kWindowOnly, kChecked>);
-  if (args.decode_local) return reinterpret_cast<const void*>(&decode_chunk_kernel<DecodeForm::kLocal, kChecked>);
-  return reinterpret_cast<const void*>(&decode_chunk_kernel<DecodeForm::kGlobal, kChecked>);
+  if (args.decode_width == 0) {
+    return reinterpret_cast<const void*>(&decode_chunk_kernel<DecodeForm::kWindowOnly, kChecked, kParts>);
+  }
+  if (args.decode_local) return reinterpret_cast<const void*>(&decode_chunk_kernel<DecodeForm::kLocal, kChecked, kParts>);
+  return reinterpret_cast<const void*>(&decode_chunk_kernel<DecodeForm::kGlobal, kChecked, kParts>);
+}
+
+// Run-time-size builds are whole rows (SPEC §8 parts need host sizes: validation.cpp).
+const void* decode_chunk_kernel_for(const MixedSparseIndicesArgs& args) {
+  if (args.run_time_sizes != nullptr) return decode_chunk_kernel_for<true, false>(args);
+  return whole_row_build(args) ? decode_chunk_kernel_for<false, false>(args) : decode_chunk_kernel_for<false, true>(args);
 }
 
 KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
@@ -492,7 +509,7 @@ KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
   MetadataStatus* build_status = status_in_build ? status : nullptr;
   void* params[] = {const_cast<MixedSparseIndicesArgs*>(&args), &build_status};  // copied at launch
   if (shape.decode_chunks) {
-    const void* kernel = checked ? decode_chunk_kernel_for<true>(args) : decode_chunk_kernel_for<false>(args);
+    const void* kernel = decode_chunk_kernel_for(args);
     return launch(kernel, grid_ctas(shape, rows_launched) + (status_in_build ? 1 : 0), shape.group_threads, params,
                   config.programmatic_launch, stream,
                   "cudaLaunchKernelExC(decode_chunk_kernel) / cudaGetLastError", __LINE__);
@@ -500,7 +517,8 @@ KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
   RowKinds rows = row_kinds(args);
   if (checked) rows = args.prefill_rows == 0 ? RowKinds::kDecode : RowKinds::kBoth;
   const KernelFunction kernel = checked ? select_checked_kernel(shape, args.power_of_two_blocks, args.vector_path, rows)
-                                        : select_kernel(shape, args.power_of_two_blocks, args.vector_path, rows);
+                                        : select_kernel(shape, args.power_of_two_blocks, args.vector_path, rows,
+                                                        !whole_row_build(args));
   return launch(reinterpret_cast<const void*>(kernel), grid_ctas(shape, rows_launched), kCta, params,
                 config.programmatic_launch, stream,
                 "cudaLaunchKernelExC(mixed_sparse_indices kernel) / cudaGetLastError", __LINE__);

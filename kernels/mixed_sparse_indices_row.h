@@ -281,33 +281,36 @@ struct RowShare {
 };
 // Thread `rank`'s share of writing row t's columns as -1 (a padding row, or one that is not
 // built); `out` is the row's output.
-template <int kLanes>
+template <int kLanes, bool kParts = true>
 DSV4_HD DSV4_INLINE void store_minus_one_row(const MixedSparseIndicesArgs& a, int32_t* out, int32_t rank,
                                              int32_t group_threads) {
+  using Columns = RowColumns<kParts>;
   DSV4_NO_UNROLL
-  for (int32_t c = a.first_column + rank * kLanes; c < a.end_column; c += group_threads * kLanes) {
+  for (int32_t c = Columns::first(a) + rank * kLanes; c < Columns::end(a); c += group_threads * kLanes) {
     int32_t minus_one[kLanes];
     DSV4_UNROLL
     for (int e = 0; e < kLanes; ++e) minus_one[e] = -1;
-    store_chunk<kLanes>(out + (c - a.output_shift), minus_one);
+    store_chunk<kLanes>(out + (c - Columns::shift(a)), minus_one);
   }
 }
 
 // A padding row t in [T, T_cap) (SPEC §7): -1 with length 0, nothing read.
-template <bool kVec4>
+template <bool kVec4, bool kParts = true>
 DSV4_HD DSV4_INLINE void write_padding_row(const MixedSparseIndicesArgs& a, int32_t t, int32_t rank,
                                            int32_t group_threads) {
-  store_minus_one_row<kVec4 ? 4 : 1>(a, a.sparse_indices + static_cast<int64_t>(t) * a.output_stride, rank,
-                                     group_threads);
-  if (rank == 0 && a.sparse_lens != nullptr) a.sparse_lens[t] = 0;
+  store_minus_one_row<kVec4 ? 4 : 1, kParts>(a, a.sparse_indices + static_cast<int64_t>(t) * a.output_stride, rank,
+                                             group_threads);
+  if (rank == 0 && RowColumns<kParts>::writes_lens(a)) a.sparse_lens[t] = 0;
 }
 
-template <bool kPowerOfTwo, bool kVec4, int kChunks, RowKinds kRows = RowKinds::kBoth, bool kChecked = false>
+template <bool kPowerOfTwo, bool kVec4, int kChunks, RowKinds kRows = RowKinds::kBoth, bool kChecked = false,
+          bool kParts = true>
 DSV4_HD DSV4_INLINE RowShare build_row_share(const MixedSparseIndicesArgs& a, int32_t t, int32_t rank,
                                              int32_t group_threads, int32_t* errors) {
   constexpr int32_t kLanes = kVec4 ? 4 : 1;
-  const int32_t first_chunk = a.first_column / kLanes;  // the chunks written: [first_chunk, + chunks)
-  const int32_t chunks = a.end_column / kLanes - first_chunk;
+  using Columns = RowColumns<kParts>;
+  const int32_t first_chunk = Columns::first(a) / kLanes;  // the chunks written: [first_chunk, + chunks)
+  const int32_t chunks = Columns::end(a) / kLanes - first_chunk;
   const int32_t pass = kChunks * group_threads;
   RowShare share{start_row<kRows>(a, t), RowPlan{}, 0};
   // (read only where loaded; initialized for the compilers' flow analysis)
@@ -316,7 +319,8 @@ DSV4_HD DSV4_INLINE RowShare build_row_share(const MixedSparseIndicesArgs& a, in
   // Passes visit the compressed chunks first and the window's last: a prefill row's window
   // reads nothing, so the first pass (issued before the plan) must hold compressed inputs.
   const int32_t window_chunks = a.window / kLanes - first_chunk;  // written window chunks (<= 0: none)
-  const int32_t rotate = window_chunks > 0 && window_chunks < chunks ? window_chunks : 0;
+  // (a whole row: window_chunks <= chunks, and rotating by all of them when P = 0 is no rotation)
+  const int32_t rotate = !kParts || (window_chunks > 0 && window_chunks < chunks) ? window_chunks : 0;
   const auto chunk_at = [&](int32_t i) {  // i-th chunk in pass order, i < chunks
     const int32_t k = i + rotate;
     return first_chunk + (k < chunks ? k : k - chunks);
@@ -335,7 +339,7 @@ DSV4_HD DSV4_INLINE RowShare build_row_share(const MixedSparseIndicesArgs& a, in
       if (i < chunks) {
         const int32_t k = chunk_at(i);
         finish_chunk<kPowerOfTwo, kLanes>(a, share.start, share.plan, k, v[b], &share.picks, errors);
-        store_chunk<kLanes>(share.start.out + (k * kLanes - a.output_shift), v[b]);
+        store_chunk<kLanes>(share.start.out + (k * kLanes - Columns::shift(a)), v[b]);
       }
     }
   };
@@ -344,7 +348,7 @@ DSV4_HD DSV4_INLINE RowShare build_row_share(const MixedSparseIndicesArgs& a, in
   // Unchecked: unreachable after validation, keeps a drifted copy memory-safe. Checked: a
   // row whose metadata breaks the checks.
   if (!share.plan.request_in_range) {
-    store_minus_one_row<kLanes>(a, share.start.out, rank, group_threads);
+    store_minus_one_row<kLanes, kParts>(a, share.start.out, rank, group_threads);
     return share;
   }
   const int32_t readable = share.plan.compressed_count;
@@ -361,11 +365,11 @@ DSV4_HD DSV4_INLINE RowShare build_row_share(const MixedSparseIndicesArgs& a, in
 // The row's length and (unchecked) its one error for an out-of-range request: by the group's
 // rank 0 once the group's picks are summed. A checked row that is not built is a structural
 // failure, reported by the status (metadata_checks.h), not a content error.
-template <bool kChecked = false>
+template <bool kChecked = false, bool kParts = true>
 DSV4_HD DSV4_INLINE void finish_row(const MixedSparseIndicesArgs& a, const RowShare& share,
                                     int32_t picks, int32_t* errors) {
-  if (a.sparse_lens != nullptr) {
-    a.sparse_lens[share.start.token] = row_length(a, share.start, share.plan, picks) - a.length_offset;
+  if (RowColumns<kParts>::writes_lens(a)) {
+    a.sparse_lens[share.start.token] = row_length(a, share.start, share.plan, picks) - RowColumns<kParts>::length_offset(a);
   }
   if (!kChecked && !share.plan.request_in_range) ++*errors;
 }

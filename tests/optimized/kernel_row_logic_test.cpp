@@ -178,19 +178,27 @@ bool all_input_rows_16_byte_aligned(const BuildRequest& r) {
 
 // Every row as a group of `group_threads` ranks would build it on the GPU, kChunks chunks per
 // pass (picks summed over the group, rank 0's plan writing the length), or as the host
-// backend does (a group of one, one chunk).
-template <bool kPowerOfTwo, bool kVec4, int kChunks>
+// backend does (a group of one, one chunk). A whole-row build takes the whole-row code the
+// GPU kernels compile for it (kParts = false), as they do.
+template <bool kPowerOfTwo, bool kVec4, int kChunks, bool kParts>
 int64_t build_row_as_group(const MixedSparseIndicesArgs& a, int32_t t, int32_t group_threads) {
   int32_t picks = 0;
   int32_t row_errors = 0;
   RowShare first{};
   for (int32_t rank = 0; rank < group_threads; ++rank) {
-    const RowShare share = build_row_share<kPowerOfTwo, kVec4, kChunks>(a, t, rank, group_threads, &row_errors);
+    const RowShare share = build_row_share<kPowerOfTwo, kVec4, kChunks, RowKinds::kBoth, false, kParts>(
+        a, t, rank, group_threads, &row_errors);
     if (rank == 0) first = share;
     picks += share.picks;
   }
-  finish_row(a, first, picks, &row_errors);
+  finish_row<false, kParts>(a, first, picks, &row_errors);
   return row_errors;
+}
+
+template <bool kPowerOfTwo, bool kVec4, int kChunks>
+int64_t build_row_as_group(const MixedSparseIndicesArgs& a, int32_t t, int32_t group_threads) {
+  return whole_row_build(a) ? build_row_as_group<kPowerOfTwo, kVec4, kChunks, false>(a, t, group_threads)
+                            : build_row_as_group<kPowerOfTwo, kVec4, kChunks, true>(a, t, group_threads);
 }
 
 template <bool kPowerOfTwo, bool kVec4, int kChunks>
