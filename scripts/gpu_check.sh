@@ -4,6 +4,8 @@
 # backends in every SPEC §8 mode, the shipped captures replayed, and compute-sanitizer
 # memcheck, racecheck and synccheck over the CUDA tests (the properties with 20 cases each).
 # Logs and summary.txt go to OUTDIR.
+# PHASES (optional): tests (the build, GPU tests, verify and captures), sanitizers (the build
+# and the sanitizer runs) or all (default): for device calls too short for both.
 # DEPS (optional): a folder with usr/ holding RapidCheck, nlohmann_json and CLI11 (unpacked
 # Debian packages librapidcheck-dev, nlohmann-json3-dev, libcli11-dev), for machines that
 # can't apt-get them.
@@ -32,7 +34,7 @@ step build ok
 run_logged() {  # run_logged NAME COMMAND...: its log $out/NAME.log, its exit status $out/NAME.rc
   local name=$1
   shift
-  timeout "${STAGE_TIMEOUT:-540}" "$@" > "$out/$name.log" 2>&1
+  timeout "${TIMEOUT:-${STAGE_TIMEOUT:-540}}" "$@" > "$out/$name.log" 2>&1
   echo $? > "$out/$name.rc"
 }
 verdict() { [ "$(cat "$out/$1.rc")" = 0 ] && echo ok || { status=1; echo "FAILED rc=$(cat "$out/$1.rc")"; }; }
@@ -49,29 +51,34 @@ graph_replays='Cuda/StepGraphTest.*ReplaysOfRandomDecodeSteps*'
 sanitize() {  # sanitize TOOL EXE FILTER NAME
   local tool=$1 exe=$2 filter=$3 name=$4 leak=()
   [ "$tool" = memcheck ] && leak=(--leak-check full)
-  RC_PARAMS="max_success=20" timeout "${SANITIZER_TIMEOUT:-540}" compute-sanitizer --tool "$tool" --error-exitcode 3 \
-    "${leak[@]}" "./build-gpu/tests/$exe" --gtest_filter="$filter" > "$out/$name.log" 2>&1
-  echo $? > "$out/$name.rc"
+  RC_PARAMS="max_success=20" TIMEOUT=${SANITIZER_TIMEOUT:-540} run_logged "$name" compute-sanitizer --tool "$tool" \
+    --error-exitcode 3 "${leak[@]}" "./build-gpu/tests/$exe" --gtest_filter="$filter"
 }
-run_logged gpu_tests ctest --test-dir build-gpu -L gpu --output-on-failure &
-run_logged verify ./build-gpu/harness/dsv4 verify --steps "$steps" --backend all --mode all &
-{ replay_captures > "$out/replay_captures.log" 2>&1; echo $? > "$out/replay_captures.rc"; } &
-# verify's threads use every core: beside the nine sanitizer processes its first 1000 steps took
-# 265 s on an H200 machine (16 cores), so the sanitizers start once it is done.
-wait
+phases=${PHASES:-all}
+if [ "$phases" != sanitizers ]; then
+  run_logged gpu_tests ctest --test-dir build-gpu -L gpu --output-on-failure &
+  run_logged verify ./build-gpu/harness/dsv4 verify --steps "$steps" --backend all --mode all &
+  { replay_captures > "$out/replay_captures.log" 2>&1; echo $? > "$out/replay_captures.rc"; } &
+  # verify's threads use every core: beside the nine sanitizer processes its first 1000 steps
+  # took 265 s on an H200 machine (16 cores), so the sanitizers start once it is done.
+  wait
+fi
 sanitizers=()
 for tool in memcheck racecheck synccheck; do
+  [ "$phases" = tests ] && break
   sanitize $tool optimized_tests "Cuda*:-$graph_replays" "sanitizer_${tool}_optimized_tests" &
   sanitize $tool property_tests 'Cuda*' "sanitizer_${tool}_property_tests" &
   sanitize $tool optimized_tests "$graph_replays" "sanitizer_${tool}_graph_replays" &
   sanitizers+=("sanitizer_${tool}_optimized_tests" "sanitizer_${tool}_property_tests" "sanitizer_${tool}_graph_replays")
 done
 wait
-step "gpu tests" "$(verdict gpu_tests) ($(grep -E 'tests passed|tests failed' "$out/gpu_tests.log" | tail -1))"
-grep -c "Skipped\|SKIPPED" "$out/gpu_tests.log" | xargs echo "   skipped lines:" | tee -a "$out/summary.txt"
-step "dsv4 verify --steps $steps --backend all --mode all" "$(verdict verify)"
-tail -25 "$out/verify.log" | tee -a "$out/summary.txt"
-step "dsv4 replay tests/data/capture_* --backend all" "$(verdict replay_captures)"
+if [ "$phases" != sanitizers ]; then
+  step "gpu tests" "$(verdict gpu_tests) ($(grep -E 'tests passed|tests failed' "$out/gpu_tests.log" | tail -1))"
+  grep -c "Skipped\|SKIPPED" "$out/gpu_tests.log" | xargs echo "   skipped lines:" | tee -a "$out/summary.txt"
+  step "dsv4 verify --steps $steps --backend all --mode all" "$(verdict verify)"
+  tail -25 "$out/verify.log" | tee -a "$out/summary.txt"
+  step "dsv4 replay tests/data/capture_* --backend all" "$(verdict replay_captures)"
+fi
 for name in "${sanitizers[@]}"; do
   step "compute-sanitizer ${name#sanitizer_}" \
     "$(verdict "$name") ($(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/$name.log" | tail -1); $(grep -E '^\[  (PASSED|FAILED) ' "$out/$name.log" | tr '\n' ' '))"
