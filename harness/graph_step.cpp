@@ -300,7 +300,8 @@ ref::BuilderInputs GraphStepBuffers::reference_inputs(int32_t layer) const {
   switch (ref::layer_kind_from_ratio(schedule_.compress_ratios[static_cast<size_t>(layer)])) {
     case ref::LayerKind::kSwaOnly:
       in.ratio = 1;
-      in.prefill_topk = ref::IndexMatrix(T_cap, 0);  // as StepGraph records it
+      // As StepGraph records it: the step's prefill capacity T_cap - D_cap, no columns.
+      in.prefill_topk = ref::IndexMatrix(T_cap - static_cast<int32_t>(host_.decode_swa_indices.rows()), 0);
       break;
     case ref::LayerKind::kC128A:
       in.ratio = 128;

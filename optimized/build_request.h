@@ -7,6 +7,7 @@
 
 namespace dsv4::opt {
 
+using kernels::MetadataCheck;
 using kernels::MetadataStatus;
 using kernels::StepSizes;
 

@@ -16,8 +16,11 @@ BuildRequest graph_request(const StepGraphSpec& spec, int32_t layer, size_t c4a_
   const LayerKind kind = layer_kind_from_ratio(ratio);
   const C4aLayerInputs* c4a = kind == LayerKind::kC4A ? &spec.c4a.at(c4a_layer) : nullptr;
   BuildRequest r = layer_build_request(spec.capacities, ratio, c4a);
-  // An SWA-only build reads no prefill columns: any prefill row count passes its checks.
-  if (kind == LayerKind::kSwaOnly) r.prefill_topk.rows = spec.capacities.num_tokens;
+  // An SWA-only build reads no prefill columns; its prefill row capacity is the step's,
+  // T_cap - D_cap, as the other kinds': a decode graph's (none) then takes the decode kernel.
+  if (kind == LayerKind::kSwaOnly) {
+    r.prefill_topk.rows = spec.capacities.num_tokens - spec.capacities.num_decode_tokens;
+  }
   r.run_time_sizes = spec.run_time_sizes;
   r.output = kind == LayerKind::kSwaOnly ? spec.outputs.swa_only
              : kind == LayerKind::kC128A ? spec.outputs.c128a

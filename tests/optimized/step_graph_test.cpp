@@ -115,6 +115,28 @@ TEST_P(StepGraphTest, ReplaysWithCorruptedMetadataReportTheFirstError) {
   EXPECT_TRUE(replays_like_reference(graph, buffers, schedule, 3, 4)) << "a valid step after broken ones";
 }
 
+// A decode graph (D_cap = T_cap) has no prefill capacity in any kind: a replayed step with a
+// prefill row is refused by the SWA-only build as by the others (its build then takes the
+// decode kernel, with the status check in the same launch).
+TEST_P(StepGraphTest, ADecodeGraphRefusesPrefillRowsInEveryKind) {
+  const ref::ModelSchedule schedule = ref::deepseek_v4_flash();
+  harness::GraphStepBuffers buffers(backend(), schedule, capacities_for(backend()));
+  opt::StepGraph graph(builder(), buffers.spec());
+  std::mt19937_64 rng(5);
+  do {
+    buffers.draw_decode_step(rng);
+  } while (buffers.host().sizes.num_tokens < 2);
+  buffers.host().sizes.num_decode_tokens -= 1;  // the last token is now a prefill row
+  buffers.upload();
+  const std::vector<harness::Mismatch> mismatches = harness::replay_and_compare(graph, buffers, schedule);
+  EXPECT_TRUE(mismatches.empty()) << harness::format_mismatch(mismatches.front());
+  for (const opt::LayerKind kind : {opt::LayerKind::kSwaOnly, opt::LayerKind::kC4A, opt::LayerKind::kC128A}) {
+    const opt::MetadataStatus status = buffers.status(kind);
+    EXPECT_EQ(status.check, static_cast<int32_t>(opt::MetadataCheck::kPrefillRows)) << opt::layer_kind_name(kind);
+    EXPECT_EQ(status.value, 1) << opt::layer_kind_name(kind);
+  }
+}
+
 TEST_P(StepGraphTest, RejectsASpecItCannotRecord) {
   const ref::ModelSchedule schedule = ref::deepseek_v4_flash();
   harness::GraphStepBuffers buffers(backend(), schedule, capacities_for(backend()));
