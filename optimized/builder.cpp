@@ -37,7 +37,7 @@ void MixedSparseIndicesBuilder::build_together(const BuildRequest* requests, int
   for (int i = 0; i < count; ++i) out[i] = build(requests[i]);
 }
 
-void MixedSparseIndicesBuilder::begin_recording() {
+void MixedSparseIndicesBuilder::begin_recording(RecordedOrder) {
   throw std::logic_error(std::string("this ") + backend_name(backend()) + " builder cannot record builds");
 }
 

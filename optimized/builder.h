@@ -23,6 +23,13 @@ class RecordedBuilds {
 
 enum class Backend : uint8_t { kHost, kCuda };
 
+// How a recording replays its builds. kIndependent: the caller promises that no recorded
+// build reads what another writes and that their outputs are disjoint (a step's layers over
+// inputs all written before the replay), so they may run in any order or at once (CUDA: a
+// graph without edges between the launches; host: the reverse order, which a dependence
+// between them would break in the tests).
+enum class RecordedOrder : uint8_t { kInOrder, kIndependent };
+
 inline constexpr int kMaxBuildsTogether = kernels::kMaxBuildsPerLaunch;
 const char* backend_name(Backend backend);  // "host", "cuda"
 
@@ -49,9 +56,9 @@ class MixedSparseIndicesBuilder {
   // Recording (SPEC §7): between begin_recording() and end_recording() a build runs nothing;
   // it is recorded (CUDA: stream capture of its launches) and returns its outputs, which must
   // be caller-owned (request.output; a workspace output would not outlive the step). The
-  // recording replays every recorded build, in order. Builders that cannot record throw
+  // recording replays every recorded build, in `order`. Builders that cannot record throw
   // std::logic_error (the default).
-  virtual void begin_recording();
+  virtual void begin_recording(RecordedOrder order);
   virtual std::unique_ptr<RecordedBuilds> end_recording();
 };
 

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <memory>
+#include <vector>
 #include <mutex>
 #include <shared_mutex>
 #include <stdexcept>
@@ -95,7 +96,7 @@ class CudaBuilder final : public MixedSparseIndicesBuilder {
   // Stream capture (thread-local mode: other threads' CUDA calls stay legal meanwhile, but none
   // may synchronize the device: device_sync_lock() is held until the capture ends). The legacy
   // default stream cannot be captured.
-  void begin_recording() override {
+  void begin_recording(RecordedOrder order) override {
     if (recording_) throw std::logic_error("begin_recording: already recording");
     if (stream_ == nullptr) {
       throw std::invalid_argument("recording needs the builder on a stream of its own (the legacy default stream cannot be captured)");
@@ -104,6 +105,7 @@ class CudaBuilder final : public MixedSparseIndicesBuilder {
     DSV4_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
     recording_lock_ = std::move(no_device_sync);
     recording_ = true;
+    recorded_order_ = order;
   }
 
   std::unique_ptr<RecordedBuilds> end_recording() override {
@@ -113,10 +115,30 @@ class CudaBuilder final : public MixedSparseIndicesBuilder {
     const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
     recording_lock_ = {};
     DSV4_CUDA_CHECK(ended);
+    if (recorded_order_ == RecordedOrder::kIndependent) {
+      const cudaError_t cut = remove_edges(graph);
+      if (cut != cudaSuccess) {
+        (void)cudaGraphDestroy(graph);
+        DSV4_CUDA_CHECK(cut);
+      }
+    }
     return std::make_unique<CudaGraphBuilds>(graph, stream_);
   }
 
  private:
+  // Independent builds: the capture's edges (stream order, or programmatic with PDL) go, so
+  // every launch is a root of the graph and the GPU runs them at once.
+  static cudaError_t remove_edges(cudaGraph_t graph) {
+    size_t count = 0;
+    cudaError_t status = cudaGraphGetEdges(graph, nullptr, nullptr, nullptr, &count);
+    if (status != cudaSuccess || count == 0) return status;
+    std::vector<cudaGraphNode_t> from(count), to(count);
+    std::vector<cudaGraphEdgeData> data(count);
+    status = cudaGraphGetEdges(graph, from.data(), to.data(), data.data(), &count);
+    if (status != cudaSuccess) return status;
+    return cudaGraphRemoveDependencies(graph, from.data(), to.data(), data.data(), count);
+  }
+
   // One instantiated graph of the recorded launches; a replay is one cudaGraphLaunch.
   class CudaGraphBuilds final : public RecordedBuilds {
    public:
@@ -160,6 +182,7 @@ class CudaBuilder final : public MixedSparseIndicesBuilder {
   std::unique_ptr<unsigned long long, DeviceDeleter> device_errors_;
   std::unique_ptr<unsigned long long, PinnedDeleter> host_errors_;
   bool recording_ = false;
+  RecordedOrder recorded_order_ = RecordedOrder::kInOrder;
   std::unique_lock<std::shared_mutex> recording_lock_;  // held while recording
 };
 

@@ -2,6 +2,7 @@
 // arena of host chunks reused across steps (or the caller's, SPEC §7).
 #include "optimized/host_builder.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 #include <utility>
@@ -67,20 +68,23 @@ class HostBuilder final : public MixedSparseIndicesBuilder {
 
   void release_outputs() override { arena_.recycle(); }
 
-  void begin_recording() override {
+  void begin_recording(RecordedOrder order) override {
     if (recording_) throw std::logic_error("begin_recording: already recording");
     recording_ = true;
+    recorded_order_ = order;
     recorded_.clear();
   }
 
   std::unique_ptr<RecordedBuilds> end_recording() override {
     if (!recording_) throw std::logic_error("end_recording without begin_recording");
     recording_ = false;
-    return std::make_unique<Recording>(*this, std::exchange(recorded_, {}));
+    std::vector<BuildRequest> requests = std::exchange(recorded_, {});
+    if (recorded_order_ == RecordedOrder::kIndependent) std::reverse(requests.begin(), requests.end());
+    return std::make_unique<Recording>(*this, std::move(requests));
   }
 
  private:
-  // The host "graph": the recorded requests, run again in order (outputs caller-owned).
+  // The host "graph": the recorded requests, run again in their order (outputs caller-owned).
   class Recording final : public RecordedBuilds {
    public:
     Recording(HostBuilder& builder, std::vector<BuildRequest> requests)
@@ -106,6 +110,7 @@ class HostBuilder final : public MixedSparseIndicesBuilder {
   StepArena arena_;
   int64_t content_errors_ = 0;
   bool recording_ = false;
+  RecordedOrder recorded_order_ = RecordedOrder::kInOrder;
   std::vector<BuildRequest> recorded_;
 };
 

@@ -1,7 +1,10 @@
 #include "optimized/step_graph.h"
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "optimized/validation.h"
 
@@ -34,6 +37,45 @@ BuildRequest graph_request(const StepGraphSpec& spec, int32_t layer, size_t c4a_
   return r;
 }
 
+// The bytes [begin, end) an output occupies: T_cap rows of indices, T_cap lens.
+struct ByteRange {
+  std::uintptr_t begin, end;
+  std::string name;
+};
+
+void add_output(std::vector<ByteRange>& ranges, const OutputView& out, int32_t rows, const std::string& name) {
+  const auto span = [](const int32_t* p, int64_t count) {
+    const auto begin = reinterpret_cast<std::uintptr_t>(p);
+    return std::make_pair(begin, begin + static_cast<std::uintptr_t>(count) * sizeof(int32_t));
+  };
+  if (out.sparse_indices != nullptr) {
+    const auto [begin, end] = span(out.sparse_indices, int64_t{rows} * out.row_stride);
+    ranges.push_back({begin, end, name + ".sparse_indices"});
+  }
+  if (out.sparse_lens != nullptr) {
+    const auto [begin, end] = span(out.sparse_lens, rows);
+    ranges.push_back({begin, end, name + ".sparse_lens"});
+  }
+}
+
+// Builds that run at once must not write the same memory (nor should any two layers' outputs).
+void check_outputs_disjoint(const StepGraphSpec& spec) {
+  const int32_t rows = spec.capacities.num_tokens;
+  std::vector<ByteRange> ranges;
+  add_output(ranges, spec.outputs.swa_only, rows, "outputs.swa_only");
+  add_output(ranges, spec.outputs.c128a, rows, "outputs.c128a");
+  for (size_t k = 0; k < spec.outputs.c4a.size(); ++k) {
+    add_output(ranges, spec.outputs.c4a[k], rows, "outputs.c4a[" + std::to_string(k) + "]");
+  }
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    for (size_t j = i + 1; j < ranges.size(); ++j) {
+      if (ranges[i].begin < ranges[j].end && ranges[j].begin < ranges[i].end) {
+        reject(ranges[i].name + " and " + ranges[j].name + " overlap (every output needs memory of its own)");
+      }
+    }
+  }
+}
+
 void check_spec(const StepGraphSpec& spec) {
   if (spec.run_time_sizes == nullptr) reject("run_time_sizes is null (a replay reads T, D and R from it)");
   size_t c4a_layers = 0;
@@ -46,6 +88,7 @@ void check_spec(const StepGraphSpec& spec) {
     reject("outputs.c4a has " + std::to_string(spec.outputs.c4a.size()) + " entries, the schedule " +
            std::to_string(c4a_layers) + " C4A layers");
   }
+  check_outputs_disjoint(spec);
 }
 
 }  // namespace
@@ -66,7 +109,7 @@ StepGraph::StepGraph(MixedSparseIndicesBuilder& builder, const StepGraphSpec& sp
     c4a_layer += kind == LayerKind::kC4A;
   }
   StepIndexCache cache(builder_);  // the keys hold only capture-time values: shapes, pointers
-  builder_.begin_recording();
+  builder_.begin_recording(spec.concurrent_builds ? RecordedOrder::kIndependent : RecordedOrder::kInOrder);
   try {
     for (size_t layer = 0; layer < requests.size(); ++layer) {
       layers_.push_back(cache.get_or_build(kinds[layer], requests[layer]));

@@ -32,6 +32,11 @@ struct StepGraphSpec {
   // Null, or kLayerKinds status words indexed by LayerKind: the first build of each kind in the
   // schedule writes its kind's word on every replay (the others check their rows alike).
   MetadataStatus* statuses = nullptr;
+  // true: the builds run at once on replay (RecordedOrder::kIndependent: every input is written
+  // before the replay and the outputs are disjoint, which the constructor checks); false: one
+  // after another in layer order, each waiting for the one before (what builds interleaved with
+  // an engine's layers in its own graph cost).
+  bool concurrent_builds = true;
 };
 inline constexpr int kLayerKinds = 3;
 
@@ -39,7 +44,7 @@ class StepGraph {
  public:
   // Records the step: one build per cache key and per C4A layer (Flash 23, Pro 31), the
   // hit/miss pattern decided here from the schedule and the capacities alone. Validates the
-  // shapes (throws std::invalid_argument naming the field). Record while no eager step of
+  // shapes and that no two outputs overlap (throws std::invalid_argument naming the field). Record while no eager step of
   // `builder` is open: the recording's cache releases the builder's workspace outputs.
   StepGraph(MixedSparseIndicesBuilder& builder, const StepGraphSpec& spec);
 

@@ -3,6 +3,7 @@
 // the capacities, sentinel ids in padded rows), every layer's output, the status words and the
 // content errors equal to the reference's checked builds on every replay. The host backend
 // replays the recorded requests (CI); the CUDA backend replays one CUDA graph (H200).
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <random>
@@ -157,13 +158,46 @@ TEST_P(StepGraphTest, RejectsASpecItCannotRecord) {
   EXPECT_EQ(graph.builds(), 23);
 }
 
+// The builds of a replay run at once (and the host replays them in reverse): outputs that
+// overlap are refused, naming both, whether or not the builds run concurrently.
+TEST_P(StepGraphTest, RejectsOutputsThatOverlap) {
+  const ref::ModelSchedule schedule = ref::deepseek_v4_flash();
+  harness::GraphStepBuffers buffers(backend(), schedule, capacities_for(backend()));
+  for (const bool concurrent : {true, false}) {
+    opt::StepGraphSpec spec = buffers.spec();
+    spec.concurrent_builds = concurrent;
+    spec.outputs.c4a[3] = spec.outputs.c4a[1];
+    EXPECT_THAT([&] { opt::StepGraph(builder(), spec); },
+                ::testing::ThrowsMessage<std::invalid_argument>(
+                    ::testing::HasSubstr("outputs.c4a[1].sparse_indices and outputs.c4a[3].sparse_indices overlap")));
+    spec = buffers.spec();
+    spec.concurrent_builds = concurrent;
+    spec.outputs.c128a.sparse_lens = spec.outputs.swa_only.sparse_lens + 1;
+    EXPECT_THAT([&] { opt::StepGraph(builder(), spec); },
+                ::testing::ThrowsMessage<std::invalid_argument>(
+                    ::testing::HasSubstr("outputs.swa_only.sparse_lens and outputs.c128a.sparse_lens overlap")));
+  }
+}
+
+// Both orders record the same builds and replay to the same outputs (the chained one is what an
+// engine's graph that interleaves the builds with its layers runs).
+TEST_P(StepGraphTest, ChainedReplaysMatchTheReferenceToo) {
+  const ref::ModelSchedule schedule = ref::deepseek_v4_pro();
+  harness::GraphStepBuffers buffers(backend(), schedule, capacities_for(backend()));
+  opt::StepGraphSpec spec = buffers.spec();
+  spec.concurrent_builds = false;
+  opt::StepGraph graph(builder(), spec);
+  EXPECT_EQ(graph.builds(), harness::expected_builder_calls(schedule, true));
+  EXPECT_TRUE(replays_like_reference(graph, buffers, schedule, 20, 6));
+}
+
 TEST_P(StepGraphTest, ARecordedBuildNeedsCallerOwnedOutputs) {
   const ref::ModelSchedule schedule = ref::deepseek_v4_flash();
   harness::GraphStepBuffers buffers(backend(), schedule, capacities_for(backend()));
   opt::BuildRequest request = opt::layer_build_request(buffers.spec().capacities, 1, nullptr);
   request.run_time_sizes = buffers.spec().run_time_sizes;
   request.output = opt::OutputView{};
-  builder().begin_recording();
+  builder().begin_recording(opt::RecordedOrder::kInOrder);
   EXPECT_THROW(builder().build(request), std::invalid_argument);
   (void)builder().end_recording();
 }
