@@ -23,8 +23,9 @@ namespace {
 constexpr int64_t kMiB = int64_t{1} << 20;
 // The CPU streaming loop's buffer is 2 x the last-level cache, but at most this: the host
 // backend is a smoke test, and one thread streaming 2 x a server's LLC (hundreds of MiB)
-// would take ~0.1 s per layer. Where the cap binds, the stand-in says it does not evict.
-constexpr int64_t kHostStreamMaxBytes = 64 * kMiB;
+// would take ~0.1 s per layer (64 MiB took ~10 ms a pass here, and --quick times each step
+// uncached and in 3 modes). Where the cap binds, the stand-in says it does not evict.
+constexpr int64_t kHostStreamMaxBytes = 32 * kMiB;
 constexpr int64_t kHostStreamMinBytes = 16 * kMiB;
 
 void cpu_spin_us(double us) {
