@@ -36,7 +36,7 @@
 #include "bench/bench_cases.h"
 #include "bench/bench_main.h"
 #include "bench/build_bytes.h"
-#include "bench/keep.h"
+#include "bench/step_variant.h"
 #include "harness/counting_builder.h"
 #include "harness/sharing_plan.h"
 #include "reference/sharing_modes.h"
@@ -62,27 +62,26 @@ struct StepConfig {
   opt::Backend backend;
   std::string model;
   std::string case_name;
-  bool cached;
-  opt::SharingMode mode = opt::SharingMode::kSeed;
-  bool one_launch = false;  // build_cacheable_together first (SPEC §8 one launch)
+  StepVariant variant;
   std::string staging_key() const {
     return std::string(timing_prefix(backend)) + "/" + model + "/" + case_name;
   }
   // uncached, cached (the seed's names, unchanged), cached_one_launch, split, tail, ..._one_launch
-  std::string variant() const {
-    if (!cached) return "uncached";
-    const std::string base = mode == opt::SharingMode::kSeed ? "cached" : opt::sharing_mode_name(mode);
-    return base + (one_launch ? "_one_launch" : "");
+  std::string variant_name() const {
+    if (variant.cached && variant.mode == opt::SharingMode::kSeed) {
+      return variant.one_launch ? "cached_one_launch" : "cached";
+    }
+    return variant.mode_name();
   }
   std::string name() const {
-    return std::string(timing_prefix(backend)) + "/step/" + model + "/" + case_name + "/" + variant();
+    return std::string(timing_prefix(backend)) + "/step/" + model + "/" + case_name + "/" + variant_name();
   }
 };
 
 double target_us(const StepConfig& cfg) {
-  if (!cfg.cached || cfg.case_name != kTargetCase) return 0;
+  if (!cfg.variant.cached || cfg.case_name != kTargetCase) return 0;
   const bool flash = cfg.model == "flash", pro = cfg.model == "pro";
-  switch (cfg.mode) {
+  switch (cfg.variant.mode) {
     case opt::SharingMode::kSeed:
       return flash ? kFlashTargetUs : pro ? kProTargetUs : 0.0;
     case opt::SharingMode::kSplit:
@@ -99,11 +98,11 @@ double target_us(const StepConfig& cfg) {
 struct StepFloors {
   int64_t uncached = 0, seed = 0, split = 0, tail = 0, tail_one_launch = 0;
   int64_t bytes(const StepConfig& cfg) const {
-    if (!cfg.cached) return uncached;
-    switch (cfg.mode) {
+    if (!cfg.variant.cached) return uncached;
+    switch (cfg.variant.mode) {
       case opt::SharingMode::kSeed: return seed;
       case opt::SharingMode::kSplit: return split;
-      case opt::SharingMode::kTailOnly: return cfg.one_launch ? tail_one_launch : tail;
+      case opt::SharingMode::kTailOnly: return cfg.variant.one_launch ? tail_one_launch : tail;
     }
     return 0;
   }
@@ -200,44 +199,8 @@ int cpu_iterations(const BenchCase& c, const ref::ModelSchedule& model) {
 
 struct StepTiming {
   double device_us = 0, host_us = 0;
-  int64_t builder_calls = 0, launches = 0, content_errors = 0;
+  StepCounts counts;
 };
-
-// The first C4A layer: its inputs give a tail-only one launch the buffer's shape.
-const opt::C4aLayerInputs* first_c4a(const StagedStep& s) {
-  for (int32_t l = 0; l < s.schedule.num_layers(); ++l)
-    if (s.staged->c4a(l) != nullptr) return s.staged->c4a(l);
-  return nullptr;
-}
-
-// Every layer's indices through `indexer`, as an engine's forward pass asks for them, in the
-// config's mode.
-void index_every_layer(opt::StepIndexer& indexer, const StagedStep& s, const StepConfig& cfg) {
-  const std::vector<int32_t>& ratios = s.schedule.compress_ratios;
-  if (cfg.one_launch) indexer.build_cacheable_together(ratios, first_c4a(s));
-  for (int32_t l = 0; l < static_cast<int32_t>(ratios.size()); ++l) {
-    const int32_t ratio = ratios[static_cast<size_t>(l)];
-    switch (cfg.mode) {
-      case opt::SharingMode::kSeed:
-        keep(indexer.layer_indices(ratio, s.staged->c4a(l)).sparse_indices);
-        break;
-      case opt::SharingMode::kSplit:
-        keep(indexer.layer_split_indices(ratio, s.staged->c4a(l)).compressed.sparse_indices);
-        break;
-      case opt::SharingMode::kTailOnly:
-        keep(indexer.layer_tail_indices(ratio, s.staged->c4a(l)).get().sparse_indices);
-        break;
-    }
-  }
-}
-
-// The step's counts (content errors: after a sync), then its outputs released.
-void finish_step(opt::StepIndexer& indexer, StepTiming* out) {
-  out->launches = indexer.cache().launches();
-  out->builder_calls = indexer.cache().builder_calls();
-  out->content_errors = indexer.content_errors();
-  indexer.end_step();
-}
 
 // One step: StepIndexer + every layer, timed with a head start (device_us, host_us).
 StepTiming run_step(const StepConfig& cfg, const StagedStep& s, double head_start_us,
@@ -251,15 +214,15 @@ StepTiming run_step(const StepConfig& cfg, const StagedStep& s, double head_star
   }
   StepTiming out;
   const double t0 = now_us();
-  opt::StepIndexer indexer(b, s.staged->inputs(), opt::CacheOptions{cfg.cached, false}, cfg.mode);
-  index_every_layer(indexer, s, cfg);
+  opt::StepIndexer indexer(b, s.staged->inputs(), opt::CacheOptions{cfg.variant.cached, false}, cfg.variant.mode);
+  index_every_layer(indexer, s, cfg.variant);
   out.host_us = now_us() - t0;
   out.device_us = out.host_us;
   if (timer != nullptr) {
     timer->stop(stream);
     out.device_us = timer->elapsed_us();
   }
-  finish_step(indexer, &out);
+  out.counts = finish_step(indexer);
   return out;
 }
 
@@ -272,12 +235,12 @@ StepTiming run_step_wall(const StepConfig& cfg, const StagedStep& s, CompletionE
   bench_device().stream->synchronize();
   StepTiming out;
   const double t0 = now_us();
-  opt::StepIndexer indexer(b, s.staged->inputs(), opt::CacheOptions{cfg.cached, false}, cfg.mode);
-  index_every_layer(indexer, s, cfg);
+  opt::StepIndexer indexer(b, s.staged->inputs(), opt::CacheOptions{cfg.variant.cached, false}, cfg.variant.mode);
+  index_every_layer(indexer, s, cfg.variant);
   done->record(stream);
   done->wait();
   out.host_us = out.device_us = now_us() - t0;
-  finish_step(indexer, &out);
+  out.counts = finish_step(indexer);
   return out;
 }
 
@@ -288,25 +251,18 @@ void BM_step(benchmark::State& state, StepConfig cfg) {
     return;
   }
   const bool cuda = cfg.backend == opt::Backend::kCuda;
-  harness::StepCase shape_only;  // the schedule and the C4A widths: what the call counts depend on
-  shape_only.schedule = s->schedule;
-  shape_only.c4a_per_layer.resize(static_cast<size_t>(s->schedule.num_layers()));
-  for (ref::C4aIndexerOutput& c4a : shape_only.c4a_per_layer) {
-    c4a.decode_local.resize(0, s->schedule.c4a_topk);
-    c4a.prefill_topk.resize(0, s->schedule.c4a_topk);
-  }
-  const harness::ExpectedCalls expected =
-      harness::expected_calls(harness::sharing_plan(shape_only), cfg.mode, cfg.one_launch, cfg.cached);
+  const harness::ExpectedCalls expected = expected_step_calls(s->schedule, cfg.variant);
   const int64_t expected_calls = expected.builds;
   double device_total = 0, host_total = 0, wall_total = 0, head_start_us = 1000;
   int64_t n = 0, host_late = 0;
   // A wrong count or a content error in either run skips the benchmark; true when all is well.
   auto checked = [&](const StepTiming& t, const char* which) {
-    if (t.builder_calls == expected_calls && t.launches == expected.launches && t.content_errors == 0) return true;
-    state.SkipWithError((cfg.name() + " (" + which + " run): " + std::to_string(t.builder_calls) +
+    const StepCounts& c = t.counts;
+    if (c.builder_calls == expected_calls && c.launches == expected.launches && c.content_errors == 0) return true;
+    state.SkipWithError((cfg.name() + " (" + which + " run): " + std::to_string(c.builder_calls) +
                          " builder calls (expected " + std::to_string(expected_calls) + "), " +
-                         std::to_string(t.launches) + " launches (expected " + std::to_string(expected.launches) +
-                         "), " + std::to_string(t.content_errors) + " content errors")
+                         std::to_string(c.launches) + " launches (expected " + std::to_string(expected.launches) +
+                         "), " + std::to_string(c.content_errors) + " content errors")
                             .c_str());
     return false;
   };
@@ -523,21 +479,19 @@ void register_benchmarks(const BackendChoice& backends) {
     }
   }
   // The seed's uncached and cached steps first (their names unchanged), then the SPEC §8 modes.
-  const StepConfig variants[] = {
-      {opt::Backend::kHost, "", "", false},
-      {opt::Backend::kHost, "", "", true},
-      {opt::Backend::kHost, "", "", true, opt::SharingMode::kSeed, true},
-      {opt::Backend::kHost, "", "", true, opt::SharingMode::kSplit, false},
-      {opt::Backend::kHost, "", "", true, opt::SharingMode::kSplit, true},
-      {opt::Backend::kHost, "", "", true, opt::SharingMode::kTailOnly, false},
-      {opt::Backend::kHost, "", "", true, opt::SharingMode::kTailOnly, true}};
+  const StepVariant variants[] = {
+      {false},
+      {true},
+      {true, opt::SharingMode::kSeed, true},
+      {true, opt::SharingMode::kSplit, false},
+      {true, opt::SharingMode::kSplit, true},
+      {true, opt::SharingMode::kTailOnly, false},
+      {true, opt::SharingMode::kTailOnly, true}};
   for (opt::Backend backend : backends.list()) {
     for (const BenchCase& c : bench_cases()) {
       for (const std::string& model : model_names()) {
-        for (StepConfig cfg : variants) {
-          cfg.backend = backend;
-          cfg.model = model;
-          cfg.case_name = c.name;
+        for (const StepVariant& variant : variants) {
+          const StepConfig cfg{backend, model, c.name, variant};
           benchmark::RegisterBenchmark(cfg.name().c_str(), BM_step, cfg)
               ->UseManualTime()
               ->Iterations(backend == opt::Backend::kCuda ? kCudaIterations

@@ -472,6 +472,11 @@ def ttft_stand_in(r):
     return r.get("stand_in", "none" if r["rest_of_layer_us"] == 0 else "busy-wait")
 
 
+def ttft_mode(r):
+    """A TTFT row's SPEC §8 sharing mode; JSON from before the column had the seed's cache only."""
+    return r.get("mode", "seed")
+
+
 def ttft_section(doc, lines):
     meta = doc.get("metadata", {})
     lines.append("## TTFT: chunked prefill through the whole schedule\n")
@@ -480,6 +485,11 @@ def ttft_section(doc, lines):
                  f"commit {meta.get('git_commit', '?')}, {meta.get('date', '')}")
     lines.append(f"- {meta.get('chunk_tokens', '?')} tokens per step; gain = (uncached - cached) / "
                  f"uncached, median of {meta.get('reps', '?')}; rest of layer 0 runs no stand-in")
+    lines.append(f"- cached in each sharing mode ({', '.join(meta.get('modes', ['seed']))}); vs seed = "
+                 "(seed - mode) / seed of the cached TTFTs")
+    if meta.get("verify"):
+        lines.append(f"- outputs checked against the reference: {meta.get('verified_steps', '?')} "
+                     "(step, mode) pairs")
     stand_ins = meta.get("stand_ins")
     if stand_ins:
         for s in stand_ins:
@@ -519,28 +529,30 @@ def ttft_section(doc, lines):
                          " | ".join(fmt(measured.get(n), 1) for n in names) +
                          f" | {'–' if pct is None else fmt(pct, 1) + ' %'} | {'; '.join(notes)} |")
     lines.append("")
-    lines.append("| model | prompt | background decodes | rest of layer us | stand-in | TTFT uncached ms | "
-                 "TTFT cached ms | gain % |")
-    lines.append("|---|---:|---:|---:|---|---:|---:|---:|")
+    lines.append("| model | prompt | background decodes | rest of layer us | stand-in | mode | TTFT uncached ms | "
+                 "TTFT cached ms | gain % | vs seed % |")
+    lines.append("|---|---:|---:|---:|---|---|---:|---:|---:|---:|")
     for r in doc.get("results", []):
+        vs_seed = r.get("gain_vs_seed_pct") if ttft_mode(r) != "seed" else None
         lines.append(f"| {r['model']} | {r['prompt_tokens']} | {r['background_decodes']} | "
-                     f"{fmt(r['rest_of_layer_us'], 0)} | {ttft_stand_in(r)} | {fmt(r['uncached_ms'], 3)} | "
-                     f"{fmt(r['cached_ms'], 3)} | {fmt(r['gain_pct'], 2)} |")
+                     f"{fmt(r['rest_of_layer_us'], 0)} | {ttft_stand_in(r)} | {ttft_mode(r)} | "
+                     f"{fmt(r['uncached_ms'], 3)} | {fmt(r['cached_ms'], 3)} | {fmt(r['gain_pct'], 2)} | "
+                     f"{fmt(vs_seed, 2)} |")
     lines.append("")
     # The two stand-ins side by side: what evicting the L2 does to the gain.
     pairs = {}
     for r in doc.get("results", []):
-        key = (r["model"], r["prompt_tokens"], r["background_decodes"], r["rest_of_layer_us"])
+        key = (r["model"], r["prompt_tokens"], r["background_decodes"], r["rest_of_layer_us"], ttft_mode(r))
         pairs.setdefault(key, {})[ttft_stand_in(r)] = r["gain_pct"]
     both = [(k, v) for k, v in pairs.items() if "busy-wait" in v and "streaming" in v]
     if both:
         lines.append("Gain with each stand-in of the same duration (streaming evicts the L2 between "
                      "layers; busy-wait leaves the builder's inputs cached):\n")
-        lines.append("| model | prompt | background decodes | rest of layer us | gain % busy-wait | "
+        lines.append("| model | prompt | background decodes | rest of layer us | mode | gain % busy-wait | "
                      "gain % streaming | difference (points) |")
-        lines.append("|---|---:|---:|---:|---:|---:|---:|")
-        for (model, prompt, bg, rest), v in both:
-            lines.append(f"| {model} | {prompt} | {bg} | {fmt(rest, 0)} | {fmt(v['busy-wait'], 2)} | "
+        lines.append("|---|---:|---:|---:|---|---:|---:|---:|")
+        for (model, prompt, bg, rest, mode), v in both:
+            lines.append(f"| {model} | {prompt} | {bg} | {fmt(rest, 0)} | {mode} | {fmt(v['busy-wait'], 2)} | "
                          f"{fmt(v['streaming'], 2)} | {fmt(v['streaming'] - v['busy-wait'], 2)} |")
         lines.append("")
 

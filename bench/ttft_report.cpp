@@ -1,5 +1,6 @@
-// ttft_report: how much time-to-first-token the per-step index cache saves (issue 5).
-// Simulates chunked prefill (ttft_sim.h) uncached vs cached, with the rest of each layer
+// ttft_report: how much time-to-first-token the per-step index cache saves (issue 5), in each
+// SPEC §8 sharing mode (issue 12). Simulates chunked prefill (ttft_sim.h) uncached and cached
+// in each mode, with the rest of each layer
 // played by a busy-wait and by an L2-evicting streaming kernel of the same calibrated
 // duration, and writes ttft.md + ttft.json into --out DIR; bench/plot_ttft.py draws ttft.png
 // from the JSON.
@@ -38,10 +39,16 @@ constexpr const char* kUsage = R"(usage: ttft_report [options]
   --stand-ins LIST          what plays each rest > 0: busy-wait (touches no memory),
                             streaming (reads+writes >= 2 x L2, same duration)
                             (default busy-wait,streaming; rest 0 runs neither)
+  --modes LIST              the cached step's SPEC §8 sharing modes, each timed beside the
+                            uncached step: seed, split, tail, or any of them with _one_launch
+                            (default seed,split,tail)
+  --verify                  check every distinct step's outputs in every mode against the
+                            reference before timing it (untimed; on with --quick)
   --reps N                  repetitions per setting, the median is reported (default 3)
   --max-seconds S           stage no new step after S seconds; unfinished prompts are skipped
                             and listed (default 0: no limit)
-  --quick                   CI smoke: prompts 256,768, chunk 512, rest 0,50 (both stand-ins), 1 rep
+  --quick                   CI smoke: prompts 512,768 (2 distinct steps), chunk 512, rest 0,50
+                            (both stand-ins), 1 rep, --verify
 )";
 
 struct Options {
@@ -83,14 +90,19 @@ Options parse_options(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) quick = quick || std::string(argv[i]) == "--quick";
   if (quick) {
     o.quick = true;
-    o.config.prompts = {256, 768};
+    o.config.prompts = {512, 768};  // steps 512 after 0 (both prompts) and 256 after 512
     o.config.chunk_tokens = 512;
     o.config.rest_us = {0, 50};
     o.config.reps = 1;
+    o.config.verify = true;
   }
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i], value;
     if (flag == "--quick") continue;
+    if (flag == "--verify") {
+      o.config.verify = true;
+      continue;
+    }
     if (flag == "--help" || flag == "-h") {
       std::fputs(kUsage, stdout);
       std::exit(0);
@@ -131,6 +143,20 @@ Options parse_options(int argc, char** argv) {
           throw std::invalid_argument("--stand-ins: " + name + " given twice");
         }
         o.config.stand_ins.push_back(s);
+      }
+    } else if (flag == "--modes") {
+      o.config.modes.clear();
+      for (const std::string& name : parse_list<std::string>(flag, value)) {
+        StepVariant v;
+        try {
+          v = cached_variant_from_name(name);
+        } catch (const std::invalid_argument& e) {
+          throw std::invalid_argument(flag + ": " + e.what());
+        }
+        for (const StepVariant& seen : o.config.modes) {
+          if (seen.mode_name() == name) throw std::invalid_argument("--modes: " + name + " given twice");
+        }
+        o.config.modes.push_back(v);
       }
     } else if (flag == "--reps") {
       o.config.reps = parse_one<int>(flag, value);
@@ -285,24 +311,52 @@ nlohmann::json to_json(const Options& o, const GpuInfo& gpu, const RestOfLayer& 
   meta["skipped"] = run.skipped;
   meta["max_seconds"] = o.config.max_seconds;
   meta["measure_seconds"] = run.measure_seconds;
+  meta["verify"] = o.config.verify;
+  meta["verified_steps"] = run.verified_steps;
+  json modes = json::array(), per_step = json::object();
+  for (const StepVariant& v : o.config.modes) modes.push_back(v.mode_name());
+  meta["modes"] = modes;
+  // Builds and launches per step of each model (the same for every step of a model here).
+  for (const std::string& model : o.config.models) {
+    const ref::ModelSchedule schedule = model_schedule(model);
+    json entry = json::object();
+    for (const StepVariant& v : timed_variants(o.config)) {
+      const harness::ExpectedCalls calls = expected_step_calls(schedule, v);
+      entry[v.mode_name()] = {{"builds", calls.builds}, {"launches", calls.launches}};
+    }
+    per_step[model] = entry;
+  }
+  meta["per_step"] = per_step;
+  // A row per (setting, mode): the uncached columns repeat the setting's one measurement.
   for (const TtftResult& r : run.results) {
-    rows.push_back({{"model", r.model},
-                    {"prompt_tokens", r.prompt_tokens},
-                    {"background_decodes", r.background_decodes},
-                    {"rest_of_layer_us", r.rest_us},
-                    {"stand_in", stand_in_name(r.stand_in)},
-                    {"steps", r.steps},
-                    {"layers", r.layers},
-                    {"builder_calls_uncached", r.builder_calls_uncached},
-                    {"builder_calls_cached", r.builder_calls_cached},
-                    {"uncached_ms", r.uncached_median_us() / 1e3},
-                    {"cached_ms", r.cached_median_us() / 1e3},
-                    {"gain_pct", r.gain_pct()},
-                    {"uncached_wall_ms", median(r.uncached_wall_us) / 1e3},
-                    {"cached_wall_ms", median(r.cached_wall_us) / 1e3},
-                    {"wall_gain_pct", r.wall_gain_pct()},
-                    {"uncached_us_reps", r.uncached_us},
-                    {"cached_us_reps", r.cached_us}});
+    const ModeTtft* seed = nullptr;
+    for (const ModeTtft& mode : r.modes) {
+      if (mode.variant.mode_name() == "seed") seed = &mode;
+    }
+    for (size_t k = 0; k < r.modes.size(); ++k) {
+      const ModeTtft& mode = r.modes[k];
+      json row = {{"model", r.model},
+                  {"prompt_tokens", r.prompt_tokens},
+                  {"background_decodes", r.background_decodes},
+                  {"rest_of_layer_us", r.rest_us},
+                  {"stand_in", stand_in_name(r.stand_in)},
+                  {"mode", mode.variant.mode_name()},
+                  {"steps", r.steps},
+                  {"layers", r.layers},
+                  {"builder_calls_uncached", r.builder_calls_uncached},
+                  {"builder_calls_cached", mode.builder_calls},
+                  {"launches_cached", mode.launches},
+                  {"uncached_ms", r.uncached_median_us() / 1e3},
+                  {"cached_ms", mode.median_us() / 1e3},
+                  {"gain_pct", r.gain_pct(k)},
+                  {"uncached_wall_ms", median(r.uncached_wall_us) / 1e3},
+                  {"cached_wall_ms", mode.wall_median_us() / 1e3},
+                  {"wall_gain_pct", r.wall_gain_pct(k)},
+                  {"uncached_us_reps", r.uncached_us},
+                  {"cached_us_reps", mode.cached_us}};
+      if (seed != nullptr) row["gain_vs_seed_pct"] = saved_pct(seed->median_us(), mode.median_us());
+      rows.push_back(row);
+    }
   }
   return {{"metadata", meta}, {"results", rows}};
 }
@@ -326,7 +380,7 @@ std::string calibration_line(const nlohmann::json& cal) {
 std::string to_markdown(const nlohmann::json& doc) {
   const nlohmann::json& m = doc["metadata"];
   std::ostringstream os;
-  os << "# TTFT gain of the per-step sparse-index cache\n\n";
+  os << "# TTFT gain of the per-step sparse-index cache, per sharing mode\n\n";
   os << "- " << m["timing"].get<std::string>() << "; backend " << m["backend"].get<std::string>()
      << "\n";
   os << "- GPU: " << m["gpu_name"].get<std::string>() << "; CUDA driver "
@@ -340,6 +394,16 @@ std::string to_markdown(const nlohmann::json& doc) {
      << m["reps"].get<int>() << " repetitions; gain = (uncached - cached) / uncached\n";
   os << "- rest of layer 0 runs no stand-in (stand-in \"none\") and gives the upper bound of the "
         "gain (index work only)\n";
+  os << "- cached in each SPEC §8 sharing mode (" << m["modes"].size()
+     << "), timed after the uncached step repetition by repetition; vs seed = (seed - mode) / seed of "
+        "the cached TTFTs\n";
+  if (m["verify"].get<bool>()) {
+    os << "- every mode's outputs of each of the " << m["verified_steps"].get<int64_t>()
+       << " (step, mode) pairs checked against the reference before timing (--verify): all equal\n";
+  } else {
+    os << "- outputs not checked against the reference in this run (--verify does; every run checks "
+          "each step's builds, launches and content errors)\n";
+  }
   os << "- staged and measured in " << fixed(m["measure_seconds"].get<double>(), 1) << " s";
   if (m["max_seconds"].get<double>() > 0) {
     os << " (budget: no new step after " << fixed(m["max_seconds"].get<double>(), 0) << " s)";
@@ -397,23 +461,49 @@ std::string to_markdown(const nlohmann::json& doc) {
     }
   }
   os << "\n";
+  // A table per model, a row per setting: the uncached TTFT, then each mode's cached TTFT, its
+  // gain and (beside the seed) its gain over the seed's cached TTFT.
+  std::vector<std::string> modes;
+  for (const nlohmann::json& name : m["modes"]) modes.push_back(name.get<std::string>());
+  const bool seed = std::find(modes.begin(), modes.end(), "seed") != modes.end();
+  const auto vs_seed = [seed](const std::string& mode) { return seed && mode != "seed"; };
+  const nlohmann::json& results = doc["results"];
   std::string model;
-  for (const nlohmann::json& r : doc["results"]) {
+  for (size_t i = 0; i + modes.size() <= results.size(); i += modes.size()) {
+    const nlohmann::json& r = results[i];
     if (r["model"].get<std::string>() != model) {
       model = r["model"].get<std::string>();
+      const nlohmann::json& per_step = m["per_step"][model];
       os << "\n## " << model_schedule(model).name << " (" << r["layers"].get<int>() << " layers)\n\n";
-      os << "| prompt | steps | background decodes | rest of layer | stand-in | builds uncached -> "
-            "cached | TTFT uncached (ms) | TTFT cached (ms) | gain |\n";
-      os << "|---:|---:|---:|---:|---|---:|---:|---:|---:|\n";
+      os << "Builds (launches) per step: uncached " << per_step["uncached"]["builds"].get<int64_t>() << " ("
+         << per_step["uncached"]["launches"].get<int64_t>() << ")";
+      for (const std::string& mode : modes) {
+        os << ", " << mode << " " << per_step[mode]["builds"].get<int64_t>() << " ("
+           << per_step[mode]["launches"].get<int64_t>() << ")";
+      }
+      os << ".\n\n| prompt | steps | background decodes | rest of layer | stand-in | TTFT uncached (ms) |";
+      std::string align = "|---:|---:|---:|---:|---|---:|";
+      for (const std::string& mode : modes) {
+        os << " " << mode << " (ms) | " << mode << " gain |";
+        align += "---:|---:|";
+        if (vs_seed(mode)) {
+          os << " " << mode << " vs seed |";
+          align += "---:|";
+        }
+      }
+      os << "\n" << align << "\n";
     }
     os << "| " << tokens_label(r["prompt_tokens"].get<int32_t>()) << " | " << r["steps"].get<int>()
        << " | " << r["background_decodes"].get<int>() << " | "
        << rest_label(r["rest_of_layer_us"].get<double>()) << " | "
-       << r["stand_in"].get<std::string>() << " | "
-       << r["builder_calls_uncached"].get<int64_t>() << " -> " << r["builder_calls_cached"].get<int64_t>()
-       << " | " << fixed(r["uncached_ms"].get<double>(), 3) << " | "
-       << fixed(r["cached_ms"].get<double>(), 3) << " | " << fixed(r["gain_pct"].get<double>(), 2)
-       << " % |\n";
+       << r["stand_in"].get<std::string>() << " | " << fixed(r["uncached_ms"].get<double>(), 3) << " |";
+    for (size_t k = 0; k < modes.size(); ++k) {
+      const nlohmann::json& row = results[i + k];
+      os << " " << fixed(row["cached_ms"].get<double>(), 3) << " | " << fixed(row["gain_pct"].get<double>(), 2)
+         << " % |";
+      if (vs_seed(modes[k])) os << " " << fixed(row["gain_vs_seed_pct"].get<double>(), 2) << " % |";
+    }
+    os << "\n";
   }
   return os.str();
 }
@@ -474,6 +564,11 @@ int run_report(int argc, char** argv) {
     }
     std::printf("\n");
   }
+  std::printf("ttft_report: modes");
+  for (const StepVariant& v : o.config.modes) std::printf(" %s", v.mode_name().c_str());
+  std::printf(" (each timed beside the uncached step: %zu steps per step of a prompt, setting and "
+              "repetition)%s\n",
+              timed_variants(o.config).size(), o.config.verify ? "; outputs checked against the reference" : "");
   const double rest_s = estimated_rest_seconds(o.config, rest);
   std::printf("ttft_report: the stand-ins alone take >= %.1f s of this run", rest_s);
   if (o.config.max_seconds > 0) {

@@ -11,8 +11,10 @@
 #include <stdexcept>
 
 #include "bench/bench_cases.h"
-#include "harness/counting_builder.h"
 #include "bench/bench_common.h"
+#include "harness/counting_builder.h"
+#include "harness/sharing_check.h"
+#include "harness/step_case.h"
 #include "optimized/step_indexer.h"
 
 namespace dsv4::bench {
@@ -21,8 +23,9 @@ namespace {
 constexpr int64_t kMiB = int64_t{1} << 20;
 // The CPU streaming loop's buffer is 2 x the last-level cache, but at most this: the host
 // backend is a smoke test, and one thread streaming 2 x a server's LLC (hundreds of MiB)
-// would take ~0.1 s per layer. Where the cap binds, the stand-in says it does not evict.
-constexpr int64_t kHostStreamMaxBytes = 64 * kMiB;
+// would take ~0.1 s per layer (64 MiB took ~10 ms a pass here, and --quick times each step
+// uncached and in 3 modes). Where the cap binds, the stand-in says it does not evict.
+constexpr int64_t kHostStreamMaxBytes = 32 * kMiB;
 constexpr int64_t kHostStreamMinBytes = 16 * kMiB;
 
 void cpu_spin_us(double us) {
@@ -90,35 +93,6 @@ std::string mib(int64_t bytes) {
   return os.str();
 }
 
-struct StepRun {
-  double event_us = 0, wall_us = 0;
-  int64_t builder_calls = 0, content_errors = 0;
-};
-
-StepRun run_step(opt::MixedSparseIndicesBuilder& builder, const StagedStep& s, bool cached,
-                 const RestSetting& setting, const RestOfLayer& rest, EventTimer* timer,
-                 void* stream) {
-  StepRun out;
-  const double t0 = now_us();
-  if (timer != nullptr) timer->start(stream);
-  opt::StepIndexer indexer(builder, s.staged->inputs(), opt::CacheOptions{cached, false});
-  const std::vector<int32_t>& ratios = s.schedule.compress_ratios;
-  for (int32_t l = 0; l < static_cast<int32_t>(ratios.size()); ++l) {
-    indexer.layer_indices(ratios[static_cast<size_t>(l)], s.staged->c4a(l));
-    rest.run(setting.stand_in, setting.rest_us);
-  }
-  if (timer != nullptr) {
-    timer->stop(stream);
-    out.event_us = timer->elapsed_us();
-  }
-  out.wall_us = now_us() - t0;
-  if (timer == nullptr) out.event_us = out.wall_us;
-  out.builder_calls = indexer.cache().builder_calls();
-  out.content_errors = indexer.content_errors();
-  indexer.end_step();
-  return out;
-}
-
 // One step of a chunked prefill: `tokens` prompt tokens after `context` earlier ones.
 struct ChunkStep {
   int32_t tokens = 0, context = 0;
@@ -135,9 +109,10 @@ std::vector<ChunkStep> chunk_steps(int32_t prompt, int32_t chunk) {
   return steps;
 }
 
-// One distinct step's times per repetition (microseconds).
+// One distinct step's times per repetition (microseconds); cached: per mode of the config.
 struct StepTimes {
-  std::vector<double> uncached_us, cached_us, uncached_wall_us, cached_wall_us;
+  std::vector<double> uncached_us, uncached_wall_us;
+  std::vector<std::vector<double>> cached_us, cached_wall_us;
 };
 
 }  // namespace
@@ -296,15 +271,38 @@ std::vector<StandInCheck> check_stand_ins(const TtftConfig& config, const RestOf
   return out;
 }
 
-double TtftResult::uncached_median_us() const { return median(uncached_us); }
-double TtftResult::cached_median_us() const { return median(cached_us); }
-double TtftResult::gain_pct() const {
-  const double u = uncached_median_us();
-  return u > 0 ? 100.0 * (u - cached_median_us()) / u : 0;
+StepRun run_measured_step(opt::MixedSparseIndicesBuilder& builder, const StagedStep& s, const StepVariant& v,
+                          const RestSetting& setting, const RestOfLayer& rest, EventTimer* timer, void* stream) {
+  StepRun out;
+  const double t0 = now_us();
+  if (timer != nullptr) timer->start(stream);
+  opt::StepIndexer indexer(builder, s.staged->inputs(), opt::CacheOptions{v.cached, false}, v.mode);
+  index_every_layer(indexer, s, v, [&] { rest.run(setting.stand_in, setting.rest_us); });
+  if (timer != nullptr) {
+    timer->stop(stream);
+    out.event_us = timer->elapsed_us();
+  }
+  out.wall_us = now_us() - t0;
+  if (timer == nullptr) out.event_us = out.wall_us;
+  out.counts = finish_step(indexer);
+  return out;
 }
-double TtftResult::wall_gain_pct() const {
-  const double u = median(uncached_wall_us);
-  return u > 0 ? 100.0 * (u - median(cached_wall_us)) / u : 0;
+
+std::vector<StepVariant> timed_variants(const TtftConfig& config) {
+  std::vector<StepVariant> out = {StepVariant{false}};
+  out.insert(out.end(), config.modes.begin(), config.modes.end());
+  return out;
+}
+
+double saved_pct(double base_us, double us) { return base_us > 0 ? 100.0 * (base_us - us) / base_us : 0; }
+double ModeTtft::median_us() const { return median(cached_us); }
+double ModeTtft::wall_median_us() const { return median(cached_wall_us); }
+double TtftResult::uncached_median_us() const { return median(uncached_us); }
+double TtftResult::gain_pct(size_t mode) const {
+  return saved_pct(uncached_median_us(), modes.at(mode).median_us());
+}
+double TtftResult::wall_gain_pct(size_t mode) const {
+  return saved_pct(median(uncached_wall_us), modes.at(mode).wall_median_us());
 }
 
 double estimated_rest_seconds(const TtftConfig& config, const RestOfLayer& rest) {
@@ -320,14 +318,62 @@ double estimated_rest_seconds(const TtftConfig& config, const RestOfLayer& rest)
   }
   double layers = 0;
   for (const std::string& model : config.models) layers += model_schedule(model).num_layers();
-  return static_cast<double>(distinct.size()) * layers * rest_sum_us * 2.0 * config.reps *
+  const double steps_per_rep = 1.0 + static_cast<double>(config.modes.size());  // uncached + each mode
+  return static_cast<double>(distinct.size()) * layers * rest_sum_us * steps_per_rep * config.reps *
          static_cast<double>(config.background_decodes.size()) * 1e-6;
 }
 
 namespace {
 
-// Stages one distinct step and times it for every rest setting and repetition (uncached and
-// cached alternating), after one warm-up of each.
+// "builds whole 3, window 0, compressed 0, tail 20; launches 23": what a counted step built.
+std::string builds_by_part(const harness::CountingBuilder& counted) {
+  std::ostringstream os;
+  os << "builds";
+  const char* separator = " ";
+  for (opt::RowPart part :
+       {opt::RowPart::kWhole, opt::RowPart::kWindow, opt::RowPart::kCompressed, opt::RowPart::kTail}) {
+    os << separator << opt::row_part_name(part) << " " << counted.builds_of(part);
+    separator = ", ";
+  }
+  os << "; launches " << counted.launches();
+  return os.str();
+}
+
+// Every mode's outputs of the staged step (staged with its host copies) against the
+// reference's (harness/sharing_check.h), and the step the simulation times in that mode
+// against the checked one: the same builds, row part by row part (a timed step that fell back
+// to another mode's builds fails here). Throws std::runtime_error naming what differs.
+void verify_modes(const TtftConfig& config, const StagedStep& s, opt::MixedSparseIndicesBuilder& builder,
+                  const RestOfLayer& rest, void* stream, const std::string& what) {
+  harness::StepCase c;
+  c.step = s.step;
+  c.schedule = s.schedule;
+  c.c4a_per_layer = s.c4a_per_layer;
+  const std::vector<ref::BuilderOutput> want = harness::reference_outputs(c);
+  const int64_t window_errors = harness::window_content_errors(c);
+  for (const StepVariant& v : config.modes) {
+    std::vector<harness::Mismatch> found;
+    harness::CountingBuilder checked(builder), timed(builder);
+    harness::check_sharing_path(v.mode, v.one_launch, c, want, window_errors, *s.staged, checked,
+                                [&found](harness::Mismatch m) { found.push_back(std::move(m)); });
+    run_measured_step(timed, s, v, RestSetting{}, rest, nullptr, stream);
+    std::ostringstream os;
+    os << what << ", mode " << v.mode_name() << ": ";
+    if (!found.empty()) {
+      os << found.size() << " mismatches with the reference";
+      for (size_t i = 0; i < found.size() && i < 3; ++i) os << "\n  " << harness::format_mismatch(found[i]);
+      throw std::runtime_error(os.str());
+    }
+    if (builds_by_part(timed) != builds_by_part(checked)) {
+      os << "the timed step: " << builds_by_part(timed) << "; the checked step: " << builds_by_part(checked);
+      throw std::runtime_error(os.str());
+    }
+  }
+}
+
+// Stages one distinct step and times it for every rest setting and repetition (the uncached
+// step, then each mode's cached step), after one warm-up of each; with config.verify, first
+// checks every mode's outputs against the reference.
 std::vector<StepTimes> measure_step(const TtftConfig& config, const ref::ModelSchedule& schedule,
                                     const ChunkStep& chunk, int32_t background,
                                     opt::MixedSparseIndicesBuilder& builder,
@@ -340,36 +386,56 @@ std::vector<StepTimes> measure_step(const TtftConfig& config, const ref::ModelSc
   shape.prefill_context = chunk.context;
   shape.prefill_tokens_each = chunk.tokens;
   shape.seed = 1000 + static_cast<uint64_t>(chunk.context) + static_cast<uint64_t>(chunk.tokens);
+  std::ostringstream what;
+  what << schedule.name << " step of " << chunk.tokens << " tokens after " << chunk.context << " (+"
+       << background << " decodes)";
   const double staging_start = now_us();
   const std::unique_ptr<StagedStep> staged =
-      stage_step(config.backend, shape, schedule, /*keep_host=*/false);
+      stage_step(config.backend, shape, schedule, /*keep_host=*/config.verify);
+  const double verify_start = now_us();
+  if (config.verify) verify_modes(config, *staged, builder, rest, stream, what.str());
   const double measure_start = now_us();
-  for (bool cached : {false, true}) run_step(builder, *staged, cached, {}, rest, timer, stream);
-  const int64_t calls_uncached = harness::expected_builder_calls(schedule, false);
-  const int64_t calls_cached = harness::expected_builder_calls(schedule, true);
+  const std::vector<StepVariant> variants = timed_variants(config);
+  std::vector<harness::ExpectedCalls> expected;
+  for (const StepVariant& v : variants) {
+    expected.push_back(expected_step_calls(schedule, v));
+    run_measured_step(builder, *staged, v, {}, rest, timer, stream);  // warm-up
+  }
   const std::vector<RestSetting> settings = rest_settings(config);
   std::vector<StepTimes> times(settings.size());
   for (size_t i = 0; i < times.size(); ++i) {
+    times[i].cached_us.resize(config.modes.size());
+    times[i].cached_wall_us.resize(config.modes.size());
     for (int rep = 0; rep < config.reps; ++rep) {
-      for (bool cached : {false, true}) {
-        const StepRun run = run_step(builder, *staged, cached, settings[i], rest, timer, stream);
-        const int64_t expected = cached ? calls_cached : calls_uncached;
-        if (run.builder_calls != expected || run.content_errors != 0) {
+      for (size_t k = 0; k < variants.size(); ++k) {
+        const StepRun run = run_measured_step(builder, *staged, variants[k], settings[i], rest, timer, stream);
+        const StepCounts& got = run.counts;
+        if (got.builder_calls != expected[k].builds || got.launches != expected[k].launches ||
+            got.content_errors != 0) {
           std::ostringstream os;
-          os << schedule.name << " step of " << chunk.tokens << " tokens after " << chunk.context
-             << ": " << run.builder_calls << " builder calls (expected " << expected << "), "
-             << run.content_errors << " content errors";
+          os << what.str() << ", " << variants[k].mode_name() << ": " << got.builder_calls
+             << " builder calls (expected " << expected[k].builds << "), " << got.launches
+             << " launches (expected " << expected[k].launches << "), " << got.content_errors
+             << " content errors";
           throw std::runtime_error(os.str());
         }
-        (cached ? times[i].cached_us : times[i].uncached_us).push_back(run.event_us);
-        (cached ? times[i].cached_wall_us : times[i].uncached_wall_us).push_back(run.wall_us);
+        if (k == 0) {
+          times[i].uncached_us.push_back(run.event_us);
+          times[i].uncached_wall_us.push_back(run.wall_us);
+        } else {
+          times[i].cached_us[k - 1].push_back(run.event_us);
+          times[i].cached_wall_us[k - 1].push_back(run.wall_us);
+        }
       }
     }
   }
   std::ostringstream os;
-  os << schedule.name << ": step of " << chunk.tokens << " tokens after " << chunk.context << " (+"
-     << background << " decodes) staged in "
-     << static_cast<int>((measure_start - staging_start) / 1e3) << " ms, measured in "
+  os << what.str() << " staged in " << static_cast<int>((verify_start - staging_start) / 1e3) << " ms, ";
+  if (config.verify) {
+    os << config.modes.size() << " modes verified in "
+       << static_cast<int>((measure_start - verify_start) / 1e3) << " ms, ";
+  }
+  os << variants.size() << " variants measured in "
      << static_cast<int>((now_us() - measure_start) / 1e3) << " ms";
   progress(os.str());
   return times;
@@ -391,6 +457,9 @@ TtftRun simulate_ttft(const TtftConfig& config, const RestOfLayer& rest, void* s
                       const std::function<void(const std::string&)>& progress) {
   if (config.chunk_tokens < 1) throw std::invalid_argument("chunk_tokens must be >= 1");
   if (config.reps < 1) throw std::invalid_argument("reps must be >= 1");
+  for (const StepVariant& v : config.modes) {
+    if (!v.cached) throw std::invalid_argument("modes: the uncached step is always measured, not a mode");
+  }
   std::unique_ptr<EventTimer> timer;
   if (config.backend == opt::Backend::kCuda) timer = std::make_unique<EventTimer>();
   std::unique_ptr<opt::MixedSparseIndicesBuilder> builder = make_builder(config.backend, stream);
@@ -411,16 +480,17 @@ TtftRun simulate_ttft(const TtftConfig& config, const RestOfLayer& rest, void* s
   for (const RestSetting& s : settings) {
     if (s.stand_in != StandIn::kNone) rest.info(s.stand_in);  // throws before any work if missing
   }
+  TtftRun out;
   const double run_start = now_us();
   for (auto& [key, times] : measured) {
     if (config.max_seconds > 0 && (now_us() - run_start) * 1e-6 > config.max_seconds) break;
     times = measure_step(config, schedules[key.model], key.chunk,
                          config.background_decodes[key.background], *builder, rest, timer.get(),
                          stream, progress);
+    if (config.verify) out.verified_steps += static_cast<int64_t>(config.modes.size());
   }
 
   // TTFT of a prompt = the sum of its steps' times, repetition by repetition.
-  TtftRun out;
   out.measure_seconds = (now_us() - run_start) * 1e-6;
   const size_t reps = static_cast<size_t>(config.reps);
   for (size_t m = 0; m < schedules.size(); ++m) {
@@ -445,17 +515,27 @@ TtftRun simulate_ttft(const TtftConfig& config, const RestOfLayer& rest, void* s
           res.stand_in = settings[i].stand_in;
           res.steps = static_cast<int32_t>(steps.size());
           res.layers = schedule.num_layers();
-          res.builder_calls_uncached = harness::expected_builder_calls(schedule, false) * res.steps;
-          res.builder_calls_cached = harness::expected_builder_calls(schedule, true) * res.steps;
+          res.builder_calls_uncached = expected_step_calls(schedule, StepVariant{false}).builds * res.steps;
           res.uncached_us.assign(reps, 0);
-          res.cached_us = res.uncached_wall_us = res.cached_wall_us = res.uncached_us;
+          res.uncached_wall_us = res.uncached_us;
+          for (const StepVariant& v : config.modes) {
+            ModeTtft mode;
+            mode.variant = v;
+            const harness::ExpectedCalls calls = expected_step_calls(schedule, v);
+            mode.builder_calls = calls.builds * res.steps;
+            mode.launches = calls.launches * res.steps;
+            mode.cached_us = mode.cached_wall_us = res.uncached_us;
+            res.modes.push_back(std::move(mode));
+          }
           for (const ChunkStep& c : steps) {
             const StepTimes& t = measured[StepKey{c, b, m}][i];
             for (size_t rep = 0; rep < reps; ++rep) {
               res.uncached_us[rep] += t.uncached_us[rep];
-              res.cached_us[rep] += t.cached_us[rep];
               res.uncached_wall_us[rep] += t.uncached_wall_us[rep];
-              res.cached_wall_us[rep] += t.cached_wall_us[rep];
+              for (size_t k = 0; k < res.modes.size(); ++k) {
+                res.modes[k].cached_us[rep] += t.cached_us[k][rep];
+                res.modes[k].cached_wall_us[rep] += t.cached_wall_us[k][rep];
+              }
             }
           }
           out.results.push_back(std::move(res));

@@ -1,5 +1,6 @@
-// The TTFT simulation (issue 5): chunked prefill of one prompt through a whole model schedule,
-// each layer = its index lookup/build (one StepIndexer per step) + a fixed "rest of the
+// The TTFT simulation (issues 5, 12): chunked prefill of one prompt through a whole model
+// schedule, uncached and cached in each SPEC §8 sharing mode (bench/step_variant.h), each layer
+// = its index lookup/build (one StepIndexer per step) + a fixed "rest of the
 // layer" played by a stand-in of calibrated duration on the same stream: a busy-wait kernel
 // (touches no memory: the builder's inputs stay in L2 between layers, which flatters both
 // paths) or a streaming kernel of the same duration that reads and writes >= 2 x L2 (the
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "bench/gpu_timing.h"
+#include "bench/step_variant.h"
 #include "optimized/builder.h"
 
 namespace dsv4::bench {
@@ -32,8 +34,15 @@ struct TtftConfig {
   std::vector<double> rest_us = {0, 100, 500, 2000};  // rest of each layer
   // Every rest_us > 0 is measured with each of these (rest 0 once, with no stand-in).
   std::vector<StandIn> stand_ins = {StandIn::kBusyWait, StandIn::kStreaming};
+  // The cached variants measured beside the uncached step (mode_name(): seed, split, tail, ...).
+  std::vector<StepVariant> modes = {{true, opt::SharingMode::kSeed},
+                                    {true, opt::SharingMode::kSplit},
+                                    {true, opt::SharingMode::kTailOnly}};
   int reps = 3;
   double max_seconds = 0;  // > 0: stage no new step after this long; unfinished prompts are skipped
+  // Check every distinct step's outputs in every mode against the reference (untimed, before
+  // the step is timed): harness/sharing_check.h.
+  bool verify = false;
 };
 
 // One measured setting of a step: a rest duration and what plays it.
@@ -90,42 +99,70 @@ struct StandInCheck {
 std::vector<StandInCheck> check_stand_ins(const TtftConfig& config, const RestOfLayer& rest,
                                           int samples);
 
+// One cached variant's TTFT in one setting.
+struct ModeTtft {
+  StepVariant variant;
+  int64_t builder_calls = 0, launches = 0;  // summed over the steps
+  // Per repetition, summed over the steps (as TtftResult's uncached times).
+  std::vector<double> cached_us, cached_wall_us;
+  double median_us() const;
+  double wall_median_us() const;
+};
+
+// (base - us) / base in percent; 0 when base <= 0.
+double saved_pct(double base_us, double us);
+
 struct TtftResult {
   std::string model;
   int32_t prompt_tokens = 0, background_decodes = 0;
   double rest_us = 0;
   StandIn stand_in = StandIn::kNone;
   int32_t steps = 0, layers = 0;
-  int64_t builder_calls_uncached = 0, builder_calls_cached = 0;  // summed over the steps
+  int64_t builder_calls_uncached = 0;  // summed over the steps
   // Per repetition, summed over the steps: event time from each step's start to its end
   // (host wall time on the host backend), and host wall time including the final sync.
-  std::vector<double> uncached_us, cached_us, uncached_wall_us, cached_wall_us;
+  std::vector<double> uncached_us, uncached_wall_us;
+  std::vector<ModeTtft> modes;  // the config's modes, in order
 
   double uncached_median_us() const;
-  double cached_median_us() const;
-  double gain_pct() const;       // (uncached - cached) / uncached of the medians
-  double wall_gain_pct() const;  // same for wall time
+  double gain_pct(size_t mode) const;       // saved_pct(uncached, the mode's cached) of the medians
+  double wall_gain_pct(size_t mode) const;  // same for wall time
 };
 
 struct TtftRun {
   std::vector<TtftResult> results;
   std::vector<std::string> skipped;  // prompts left out by the time budget
-  double measure_seconds = 0;        // staging + measuring, what --max-seconds limits
+  double measure_seconds = 0;        // staging + measuring (+ verifying), what --max-seconds limits
+  int64_t verified_steps = 0;        // distinct steps x modes checked against the reference
 };
 
-// Runs every (model, background, prompt, rest setting) of `config`, uncached and cached
-// alternating. A prompt of P tokens is ceil(P / chunk) steps; the prompts share their common
-// steps (same shape, same seed: the same step), each distinct step is staged once (outside
-// the timed region) and timed for every rest setting and repetition, and a prompt's TTFT is
-// the sum of its steps' times, repetition by repetition. Every setting of a step is measured
-// before the next step is staged, so when the time budget runs out a prompt is skipped for
-// every stand-in alike, never measured with one and not the other. Throws
-// std::runtime_error on content errors or wrong builder-call counts.
+// The variants timed per repetition: the uncached step, then each of config.modes.
+std::vector<StepVariant> timed_variants(const TtftConfig& config);
+
+// One measured step: a StepIndexer in v's mode and caching on `s`, each layer followed by the
+// setting's stand-in; event time from `timer` (null: the wall time) and the step's counts.
+struct StepRun {
+  double event_us = 0, wall_us = 0;
+  StepCounts counts;
+};
+StepRun run_measured_step(opt::MixedSparseIndicesBuilder& builder, const StagedStep& s, const StepVariant& v,
+                          const RestSetting& setting, const RestOfLayer& rest, EventTimer* timer, void* stream);
+
+// Runs every (model, background, prompt, rest setting) of `config`: per repetition the
+// uncached step, then each mode's cached step. A prompt of P tokens is ceil(P / chunk) steps;
+// the prompts share their common steps (same shape, same seed: the same step), each distinct
+// step is staged once (outside the timed region) and timed for every rest setting, mode and
+// repetition, and a prompt's TTFT is the sum of its steps' times, repetition by repetition.
+// Every setting of a step is measured before the next step is staged, so when the time budget
+// runs out a prompt is skipped for every stand-in and mode alike, never measured with one and
+// not the other. Throws std::runtime_error on content errors, builds or launches other than
+// SPEC §5/§8's, or (verify) any output that differs from the reference's.
 TtftRun simulate_ttft(const TtftConfig& config, const RestOfLayer& rest, void* stream,
                       const std::function<void(const std::string&)>& progress);
 
 // Seconds the runs' stand-ins alone take (a lower bound of the run time): each setting's
-// rest, or the stand-in's shortest duration where that is longer (one streaming pass).
+// rest, or the stand-in's shortest duration where that is longer (one streaming pass), for the
+// uncached step and each mode.
 double estimated_rest_seconds(const TtftConfig& config, const RestOfLayer& rest);
 
 }  // namespace dsv4::bench
