@@ -362,11 +362,11 @@ ReplayTimes time_replays(benchmark::State& state, bool cuda, void* stream, const
   return t;
 }
 
-// <prefix>/step_graph/<model>/decode<N>_ctx<K>[_chained]: a cached decode step (N decodes at K
+// <prefix>/step_graph/<model>/decode<N>_ctx<K>[_chains<C>]: a cached decode step (N decodes at K
 // context, capacities T_cap = R_cap = N) recorded once as a StepGraph over persistent buffers
-// (issue 10 items 3 and 6), then per iteration one replay. The builds run at once (the
-// default), or _chained: one after another in layer order, each waiting for the one before,
-// as in an engine's graph that interleaves them with its layers. wall_us: host clock from the replay call
+// (issue 10 items 3 and 6), then per iteration one replay. The builds run as StepGraphSpec's
+// default number of chains at once, or as C (_chains1: one after another in layer order, each
+// waiting for the one before, as in an engine's graph that interleaves them with its layers). wall_us: host clock from the replay call
 // (stream idle, L2 flushed) until the host has seen an event recorded after the graph
 // complete; host_us: the replay call alone. Targets (H200, Flash, 64 decodes at 8K):
 // wall <= 50 us, host <= 10 us.
@@ -378,7 +378,7 @@ const GraphCase kGraphCases[] = {{64, 8192}, {64, 32768}, {256, 8192}, {256, 327
 constexpr double kGraphWallTargetUs = 50.0, kGraphHostTargetUs = 10.0;
 
 void BM_step_graph(benchmark::State& state, opt::Backend backend, std::string model, GraphCase shape,
-                   bool concurrent) {
+                   int32_t chains) {
   const bool cuda = backend == opt::Backend::kCuda;
   try {
     const ref::ModelSchedule schedule = model_schedule(model);
@@ -393,7 +393,7 @@ void BM_step_graph(benchmark::State& state, opt::Backend backend, std::string mo
     opt::MixedSparseIndicesBuilder& b = builder(backend);
     (void)b.take_content_errors();
     opt::StepGraphSpec spec = buffers.spec();
-    spec.concurrent_builds = concurrent;
+    if (chains > 0) spec.chains = chains;  // else the default
     opt::StepGraph graph(b, spec);
     graph.replay();  // warm-up: the graph uploaded to the device
     if (graph.content_errors() != 0) {
@@ -413,8 +413,9 @@ void BM_step_graph(benchmark::State& state, opt::Backend backend, std::string mo
     state.counters["layers"] = schedule.num_layers();
     std::ostringstream label;
     label << (cuda ? "graph replay, L2 flushed, stream idle" : "host replay (CPU)")
-          << (concurrent ? ", builds at once" : ", builds chained");
-    if (model == "flash" && shape.decodes == 64 && shape.context == 8192 && concurrent) {
+          << ", builds in " << spec.chains << " chain(s)";
+    state.counters["chains"] = spec.chains;
+    if (model == "flash" && shape.decodes == 64 && shape.context == 8192 && chains == 0) {
       state.counters["wall_target_us"] = kGraphWallTargetUs;
       state.counters["host_target_us"] = kGraphHostTargetUs;
       label << "; targets (H200) wall<=" << kGraphWallTargetUs << "us "
@@ -467,10 +468,10 @@ void register_benchmarks(const BackendChoice& backends) {
   for (opt::Backend backend : backends.list()) {
     for (const std::string& model : model_names()) {
       for (const GraphCase& shape : kGraphCases) {
-        for (const bool concurrent : {true, false}) {
+        for (const int32_t chains : {0, 1, 2, 8, 64}) {  // 0: StepGraphSpec's default
           const std::string name = std::string(timing_prefix(backend)) + "/step_graph/" + model + "/" + shape.name() +
-                                   (concurrent ? "" : "_chained");
-          benchmark::RegisterBenchmark(name.c_str(), BM_step_graph, backend, model, shape, concurrent)
+                                   (chains == 0 ? "" : "_chains" + std::to_string(chains));
+          benchmark::RegisterBenchmark(name.c_str(), BM_step_graph, backend, model, shape, chains)
               ->UseManualTime()
               ->Iterations(backend == opt::Backend::kCuda ? 200 : 5)
               ->Unit(benchmark::kMicrosecond);

@@ -384,14 +384,18 @@ def graph_section(runs, lines, targets, steps=None, peer=None):
     StepGraph and replayed (issue 10 items 3 and 6), beside our eager cached step of the same
     case and the peer's eager and graph-replayed step when the run has them."""
     graphs = {}
-    chained = {}  # the same step with its builds one after another (_chained)
+    chained = {}  # the same step with its builds one after another (_chains1)
+    at_once = {}  # every build a chain of its own (_chains64)
     floors = {}
     for name, r in runs.items():
         parts = name.split("/")
         if len(parts) == 4 and parts[1] == "step_graph":
-            if parts[3].endswith("_chained"):
-                chained[(parts[0], parts[2], parts[3][:-len("_chained")])] = r
-            else:
+            case, _, chains = parts[3].partition("_chains")
+            if chains == "1":
+                chained[(parts[0], parts[2], case)] = r
+            elif chains == "64":
+                at_once[(parts[0], parts[2], case)] = r
+            elif not chains:
                 graphs[(parts[0], parts[2], parts[3])] = r
         if len(parts) == 4 and parts[1:3] == ["launch_floor", "graph"] and "error" not in r:
             floors[parts[3]] = r
@@ -401,28 +405,32 @@ def graph_section(runs, lines, targets, steps=None, peer=None):
     peer = peer or {}
     lines.append("## Step graph: a cached decode step replayed as one CUDA graph\n")
     lines.append("- wall us: host clock from the replay call (stream idle, L2 flushed) until the host has "
-                 "seen the graph complete, the step's builds running at once (they read only inputs written "
-                 "before the replay); chained: the same builds one after another in layer order, each "
-                 "waiting for the one before (programmatic launch), as in an engine graph that interleaves "
-                 "them with its layers; host us: the replay call alone (CPU timings: the host backend "
+                 "seen the graph complete, the step's builds running as StepGraphSpec's default number of "
+                 "chains at once (they read only inputs written before the replay); 1 chain: the same builds "
+                 "one after another in layer order, each waiting for the one before (programmatic launch), as "
+                 "in an engine graph that interleaves them with its layers; 64 chains: every build at once "
+                 "(wall, host); host us: the replay call alone (CPU timings: the host backend "
                  "re-running the recorded builds); ours eager: step_bench's cached step of the same case "
                  "(wall, host); peer: the Triton peer's cached step of the same case, eager (Python layer "
                  "loop) and replayed as a CUDA graph (wall)\n")
-    lines.append("| timing | model | case | builds | graph wall us | chained graph wall us | graph host us | "
+    lines.append("| timing | model | case | builds | graph wall us | graph host us | 1 chain wall us | "
+                 "64 chains wall / host us | "
                  "ours eager wall us | ours eager host us | peer eager wall us | peer graph wall us |")
-    lines.append("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    lines.append("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     keys = sorted(graphs, key=lambda k: (k[0], k[1], CASE_ORDER.index(k[2]) if k[2] in CASE_ORDER else 99))
     for key in keys:
         r = graphs[key]
         if "error" in r:
-            lines.append(f"| {key[0]} | {key[1]} | {key[2]} | ERROR: {r['error']} | | | | | | | |")
+            lines.append(f"| {key[0]} | {key[1]} | {key[2]} | ERROR: {r['error']} | | | | | | | | |")
             continue
         eager = steps.get(key, {}).get("cached", {})
         p = peer.get(f"step/{key[1]}/{key[2]}", {}) if key[0] == "cuda" else {}
         ok = p.get("matches_reference", False)
         lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {fmt(r.get('builder_calls'), 0)} | "
-                     f"{fmt(r.get('wall_us'), 1)} | {fmt(chained.get(key, {}).get('wall_us'), 1)} | "
-                     f"{fmt(r.get('host_us'), 1)} | {fmt(eager.get('wall_us'), 1)} | {fmt(eager.get('host_us'), 1)} | "
+                     f"{fmt(r.get('wall_us'), 1)} | {fmt(r.get('host_us'), 1)} | "
+                     f"{fmt(chained.get(key, {}).get('wall_us'), 1)} | "
+                     f"{fmt(at_once.get(key, {}).get('wall_us'), 1)} / {fmt(at_once.get(key, {}).get('host_us'), 1)} | "
+                     f"{fmt(eager.get('wall_us'), 1)} | {fmt(eager.get('host_us'), 1)} | "
                      f"{fmt(p.get('eager_wall_us') if ok else None, 1)} | "
                      f"{fmt(p.get('graph_wall_us') if ok else None, 1)} |")
         for counter, target_counter in (("wall_us", "wall_target_us"), ("host_us", "host_target_us")):

@@ -35,7 +35,7 @@ class CountingBuilder final : public opt::MixedSparseIndicesBuilder {
     ++releases_;
     inner_.release_outputs();
   }
-  void begin_recording(opt::RecordedOrder order) override { inner_.begin_recording(order); }
+  void begin_recording(int32_t chains) override { inner_.begin_recording(chains); }
   std::unique_ptr<opt::RecordedBuilds> end_recording() override { return inner_.end_recording(); }
 
   int64_t build_calls() const { return build_calls_; }  // builds since construction

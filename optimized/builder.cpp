@@ -37,7 +37,13 @@ void MixedSparseIndicesBuilder::build_together(const BuildRequest* requests, int
   for (int i = 0; i < count; ++i) out[i] = build(requests[i]);
 }
 
-void MixedSparseIndicesBuilder::begin_recording(RecordedOrder) {
+void check_recording_chains(int32_t chains) {
+  if (chains < 1) {
+    throw std::invalid_argument("begin_recording: chains must be >= 1, got " + std::to_string(chains));
+  }
+}
+
+void MixedSparseIndicesBuilder::begin_recording(int32_t) {
   throw std::logic_error(std::string("this ") + backend_name(backend()) + " builder cannot record builds");
 }
 

@@ -23,15 +23,11 @@ class RecordedBuilds {
 
 enum class Backend : uint8_t { kHost, kCuda };
 
-// How a recording replays its builds. kIndependent: the caller promises that no recorded
-// build reads what another writes and that their outputs are disjoint (a step's layers over
-// inputs all written before the replay), so they may run in any order or at once (CUDA: a
-// graph without edges between the launches; host: the reverse order, which a dependence
-// between them would break in the tests).
-enum class RecordedOrder : uint8_t { kInOrder, kIndependent };
 
 inline constexpr int kMaxBuildsTogether = kernels::kMaxBuildsPerLaunch;
 const char* backend_name(Backend backend);  // "host", "cuda"
+// std::invalid_argument unless chains >= 1 (begin_recording's argument).
+void check_recording_chains(int32_t chains);
 
 class MixedSparseIndicesBuilder {
  public:
@@ -56,9 +52,14 @@ class MixedSparseIndicesBuilder {
   // Recording (SPEC §7): between begin_recording() and end_recording() a build runs nothing;
   // it is recorded (CUDA: stream capture of its launches) and returns its outputs, which must
   // be caller-owned (request.output; a workspace output would not outlive the step). The
-  // recording replays every recorded build, in `order`. Builders that cannot record throw
-  // std::logic_error (the default).
-  virtual void begin_recording(RecordedOrder order);
+  // recording replays every recorded build: in order for `chains` = 1; for chains > 1 the
+  // caller promises that no recorded build reads what another writes and that their outputs
+  // are disjoint (a step's layers over inputs all written before the replay), and the builds
+  // run as `chains` independent runs of consecutive builds (CUDA: the capture's chain of
+  // launches cut into that many graph branches, which the GPU runs at once; host: the reverse
+  // order, which a dependence between builds would break in the tests). Builders that cannot
+  // record throw std::logic_error (the default); chains < 1 is std::invalid_argument.
+  virtual void begin_recording(int32_t chains);
   virtual std::unique_ptr<RecordedBuilds> end_recording();
 };
 

@@ -5,6 +5,8 @@
 #include <cuda_runtime_api.h>
 
 #include <memory>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 #include <mutex>
 #include <shared_mutex>
@@ -96,8 +98,9 @@ class CudaBuilder final : public MixedSparseIndicesBuilder {
   // Stream capture (thread-local mode: other threads' CUDA calls stay legal meanwhile, but none
   // may synchronize the device: device_sync_lock() is held until the capture ends). The legacy
   // default stream cannot be captured.
-  void begin_recording(RecordedOrder order) override {
+  void begin_recording(int32_t chains) override {
     if (recording_) throw std::logic_error("begin_recording: already recording");
+    check_recording_chains(chains);
     if (stream_ == nullptr) {
       throw std::invalid_argument("recording needs the builder on a stream of its own (the legacy default stream cannot be captured)");
     }
@@ -105,7 +108,7 @@ class CudaBuilder final : public MixedSparseIndicesBuilder {
     DSV4_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
     recording_lock_ = std::move(no_device_sync);
     recording_ = true;
-    recorded_order_ = order;
+    recorded_chains_ = chains;
   }
 
   std::unique_ptr<RecordedBuilds> end_recording() override {
@@ -115,8 +118,8 @@ class CudaBuilder final : public MixedSparseIndicesBuilder {
     const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
     recording_lock_ = {};
     DSV4_CUDA_CHECK(ended);
-    if (recorded_order_ == RecordedOrder::kIndependent) {
-      const cudaError_t cut = remove_edges(graph);
+    if (recorded_chains_ > 1) {
+      const cudaError_t cut = cut_into_chains(graph, recorded_chains_);
       if (cut != cudaSuccess) {
         (void)cudaGraphDestroy(graph);
         DSV4_CUDA_CHECK(cut);
@@ -126,9 +129,12 @@ class CudaBuilder final : public MixedSparseIndicesBuilder {
   }
 
  private:
-  // Independent builds: the capture's edges (stream order, or programmatic with PDL) go, so
-  // every launch is a root of the graph and the GPU runs them at once.
-  static cudaError_t remove_edges(cudaGraph_t graph) {
+  // Independent builds: the capture's chain of nodes (one stream: each node depends on the one
+  // before, by stream order or programmatically with PDL) is cut into `chains` runs of
+  // consecutive nodes, each a branch of its own. Every branch costs the graph launch about 1 us
+  // of host time (H200: 23 branches 27 us, 1 branch 2.3 us), so a few long branches beat one per
+  // build.
+  static cudaError_t cut_into_chains(cudaGraph_t graph, int32_t chains) {
     size_t count = 0;
     cudaError_t status = cudaGraphGetEdges(graph, nullptr, nullptr, nullptr, &count);
     if (status != cudaSuccess || count == 0) return status;
@@ -136,7 +142,34 @@ class CudaBuilder final : public MixedSparseIndicesBuilder {
     std::vector<cudaGraphEdgeData> data(count);
     status = cudaGraphGetEdges(graph, from.data(), to.data(), data.data(), &count);
     if (status != cudaSuccess) return status;
-    return cudaGraphRemoveDependencies(graph, from.data(), to.data(), data.data(), count);
+    // Walk the chain from its root: edge k leads from node k to node k + 1.
+    std::unordered_map<cudaGraphNode_t, size_t> edge_from;
+    std::unordered_set<cudaGraphNode_t> has_parent(to.begin(), to.end());
+    for (size_t e = 0; e < count; ++e) {
+      if (!edge_from.emplace(from[e], e).second) return cudaErrorInvalidValue;  // not a chain
+    }
+    cudaGraphNode_t node = nullptr;
+    for (size_t e = 0; e < count && node == nullptr; ++e) {
+      if (has_parent.count(from[e]) == 0) node = from[e];
+    }
+    std::vector<size_t> order;  // edge indices along the chain
+    for (auto it = edge_from.find(node); it != edge_from.end(); it = edge_from.find(to[it->second])) {
+      order.push_back(it->second);
+      if (order.size() > count) return cudaErrorInvalidValue;  // a cycle
+    }
+    if (order.size() != count) return cudaErrorInvalidValue;
+    const size_t nodes = count + 1;
+    const size_t per_chain = (nodes + static_cast<size_t>(chains) - 1) / static_cast<size_t>(chains);
+    std::vector<cudaGraphNode_t> cut_from, cut_to;
+    std::vector<cudaGraphEdgeData> cut_data;
+    for (size_t k = 0; k < order.size(); ++k) {
+      if ((k + 1) % per_chain != 0) continue;  // node k + 1 starts a new chain
+      cut_from.push_back(from[order[k]]);
+      cut_to.push_back(to[order[k]]);
+      cut_data.push_back(data[order[k]]);
+    }
+    if (cut_from.empty()) return cudaSuccess;
+    return cudaGraphRemoveDependencies(graph, cut_from.data(), cut_to.data(), cut_data.data(), cut_from.size());
   }
 
   // One instantiated graph of the recorded launches; a replay is one cudaGraphLaunch.
@@ -182,7 +215,7 @@ class CudaBuilder final : public MixedSparseIndicesBuilder {
   std::unique_ptr<unsigned long long, DeviceDeleter> device_errors_;
   std::unique_ptr<unsigned long long, PinnedDeleter> host_errors_;
   bool recording_ = false;
-  RecordedOrder recorded_order_ = RecordedOrder::kInOrder;
+  int32_t recorded_chains_ = 1;
   std::unique_lock<std::shared_mutex> recording_lock_;  // held while recording
 };
 

@@ -68,10 +68,11 @@ class HostBuilder final : public MixedSparseIndicesBuilder {
 
   void release_outputs() override { arena_.recycle(); }
 
-  void begin_recording(RecordedOrder order) override {
+  void begin_recording(int32_t chains) override {
     if (recording_) throw std::logic_error("begin_recording: already recording");
+    check_recording_chains(chains);
     recording_ = true;
-    recorded_order_ = order;
+    recorded_chains_ = chains;
     recorded_.clear();
   }
 
@@ -79,7 +80,7 @@ class HostBuilder final : public MixedSparseIndicesBuilder {
     if (!recording_) throw std::logic_error("end_recording without begin_recording");
     recording_ = false;
     std::vector<BuildRequest> requests = std::exchange(recorded_, {});
-    if (recorded_order_ == RecordedOrder::kIndependent) std::reverse(requests.begin(), requests.end());
+    if (recorded_chains_ > 1) std::reverse(requests.begin(), requests.end());
     return std::make_unique<Recording>(*this, std::move(requests));
   }
 
@@ -110,7 +111,7 @@ class HostBuilder final : public MixedSparseIndicesBuilder {
   StepArena arena_;
   int64_t content_errors_ = 0;
   bool recording_ = false;
-  RecordedOrder recorded_order_ = RecordedOrder::kInOrder;
+  int32_t recorded_chains_ = 1;
   std::vector<BuildRequest> recorded_;
 };
 

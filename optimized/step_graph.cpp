@@ -78,6 +78,7 @@ void check_outputs_disjoint(const StepGraphSpec& spec) {
 
 void check_spec(const StepGraphSpec& spec) {
   if (spec.run_time_sizes == nullptr) reject("run_time_sizes is null (a replay reads T, D and R from it)");
+  if (spec.chains < 1) reject("chains must be >= 1, got " + std::to_string(spec.chains));
   size_t c4a_layers = 0;
   for (const int32_t ratio : spec.compress_ratios) c4a_layers += layer_kind_from_ratio(ratio) == LayerKind::kC4A;
   if (spec.c4a.size() != c4a_layers) {
@@ -109,7 +110,7 @@ StepGraph::StepGraph(MixedSparseIndicesBuilder& builder, const StepGraphSpec& sp
     c4a_layer += kind == LayerKind::kC4A;
   }
   StepIndexCache cache(builder_);  // the keys hold only capture-time values: shapes, pointers
-  builder_.begin_recording(spec.concurrent_builds ? RecordedOrder::kIndependent : RecordedOrder::kInOrder);
+  builder_.begin_recording(spec.chains);
   try {
     for (size_t layer = 0; layer < requests.size(); ++layer) {
       layers_.push_back(cache.get_or_build(kinds[layer], requests[layer]));

@@ -135,7 +135,7 @@ class EditsRequests final : public opt::MixedSparseIndicesBuilder {
   }
   int64_t take_content_errors() override { return inner_->take_content_errors(); }
   void release_outputs() override { inner_->release_outputs(); }
-  void begin_recording(opt::RecordedOrder order) override { inner_->begin_recording(order); }
+  void begin_recording(int32_t chains) override { inner_->begin_recording(chains); }
   std::unique_ptr<opt::RecordedBuilds> end_recording() override { return inner_->end_recording(); }
 
  private:

@@ -158,20 +158,20 @@ TEST_P(StepGraphTest, RejectsASpecItCannotRecord) {
   EXPECT_EQ(graph.builds(), 23);
 }
 
-// The builds of a replay run at once (and the host replays them in reverse): outputs that
-// overlap are refused, naming both, whether or not the builds run concurrently.
+// The builds of a replay run in chains at once (and the host replays them in reverse): outputs
+// that overlap are refused, naming both, whatever the number of chains.
 TEST_P(StepGraphTest, RejectsOutputsThatOverlap) {
   const ref::ModelSchedule schedule = ref::deepseek_v4_flash();
   harness::GraphStepBuffers buffers(backend(), schedule, capacities_for(backend()));
-  for (const bool concurrent : {true, false}) {
+  for (const int32_t chains : {1, 4}) {
     opt::StepGraphSpec spec = buffers.spec();
-    spec.concurrent_builds = concurrent;
+    spec.chains = chains;
     spec.outputs.c4a[3] = spec.outputs.c4a[1];
     EXPECT_THAT([&] { opt::StepGraph(builder(), spec); },
                 ::testing::ThrowsMessage<std::invalid_argument>(
                     ::testing::HasSubstr("outputs.c4a[1].sparse_indices and outputs.c4a[3].sparse_indices overlap")));
     spec = buffers.spec();
-    spec.concurrent_builds = concurrent;
+    spec.chains = chains;
     spec.outputs.c128a.sparse_lens = spec.outputs.swa_only.sparse_lens + 1;
     EXPECT_THAT([&] { opt::StepGraph(builder(), spec); },
                 ::testing::ThrowsMessage<std::invalid_argument>(
@@ -179,16 +179,24 @@ TEST_P(StepGraphTest, RejectsOutputsThatOverlap) {
   }
 }
 
-// Both orders record the same builds and replay to the same outputs (the chained one is what an
-// engine's graph that interleaves the builds with its layers runs).
-TEST_P(StepGraphTest, ChainedReplaysMatchTheReferenceToo) {
+// Every number of chains records the same builds and replays to the same outputs: 1 (layer
+// order, what an engine's graph that interleaves the builds with its layers runs), a few, one
+// per build, more than builds. Fewer than 1 is refused.
+TEST_P(StepGraphTest, EveryNumberOfChainsReplaysLikeTheReference) {
   const ref::ModelSchedule schedule = ref::deepseek_v4_pro();
   harness::GraphStepBuffers buffers(backend(), schedule, capacities_for(backend()));
+  for (const int32_t chains : {1, 3, 31, 1000}) {
+    opt::StepGraphSpec spec = buffers.spec();
+    spec.chains = chains;
+    opt::StepGraph graph(builder(), spec);
+    EXPECT_EQ(graph.builds(), harness::expected_builder_calls(schedule, true)) << chains << " chains";
+    EXPECT_TRUE(replays_like_reference(graph, buffers, schedule, 5, 6 + static_cast<uint64_t>(chains)))
+        << chains << " chains";
+  }
   opt::StepGraphSpec spec = buffers.spec();
-  spec.concurrent_builds = false;
-  opt::StepGraph graph(builder(), spec);
-  EXPECT_EQ(graph.builds(), harness::expected_builder_calls(schedule, true));
-  EXPECT_TRUE(replays_like_reference(graph, buffers, schedule, 20, 6));
+  spec.chains = 0;
+  EXPECT_THAT([&] { opt::StepGraph(builder(), spec); },
+              ::testing::ThrowsMessage<std::invalid_argument>(::testing::HasSubstr("chains must be >= 1, got 0")));
 }
 
 TEST_P(StepGraphTest, ARecordedBuildNeedsCallerOwnedOutputs) {
@@ -197,7 +205,7 @@ TEST_P(StepGraphTest, ARecordedBuildNeedsCallerOwnedOutputs) {
   opt::BuildRequest request = opt::layer_build_request(buffers.spec().capacities, 1, nullptr);
   request.run_time_sizes = buffers.spec().run_time_sizes;
   request.output = opt::OutputView{};
-  builder().begin_recording(opt::RecordedOrder::kInOrder);
+  builder().begin_recording(1);
   EXPECT_THROW(builder().build(request), std::invalid_argument);
   (void)builder().end_recording();
 }

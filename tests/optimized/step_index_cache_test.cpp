@@ -324,7 +324,7 @@ TEST(StepIndexCacheFaults, VerifyOnHitNamesARebuildOfAnotherShape) {
 // A builder that cannot record says so (CUDA-graph recording is the backends' own).
 TEST(StepIndexCacheFaults, ABuilderWithoutRecordingRefusesToRecord) {
   FaultyBuilder builder;
-  EXPECT_THROW(builder.begin_recording(opt::RecordedOrder::kInOrder), std::logic_error);
+  EXPECT_THROW(builder.begin_recording(1), std::logic_error);
   EXPECT_THROW(builder.end_recording(), std::logic_error);
 }
 
