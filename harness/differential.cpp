@@ -277,7 +277,7 @@ void DifferentialSummary::add(const DifferentialSummary& o) {
     for (BackendTotals& b : backends)
       if (b.backend == ob.backend) mine = &b;
     if (!mine) {
-      backends.push_back(BackendTotals{ob.backend});
+      backends.push_back(BackendTotals{ob.backend, ob.mode});
       mine = &backends.back();
     }
     mine->steps += ob.steps;
@@ -330,7 +330,7 @@ DifferentialSummary DifferentialChecker::check(const StepCase& c, ContentErrorPo
   summary.engine.spans_offsets = has_span_or_offset(c.step) ? 1 : 0;
   summary.engine.persistent_tables = has_persistent_table(c) ? 1 : 0;
   for (opt::Backend b : backends_)
-    for (opt::SharingMode mode : modes_) summary.backends.push_back(BackendTotals{totals_name(b, mode)});
+    for (opt::SharingMode mode : modes_) summary.backends.push_back(BackendTotals{totals_name(b, mode), mode});
 
   Recorder reference_record(summary, nullptr);
   std::vector<ref::BuilderOutput> want;

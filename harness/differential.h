@@ -56,6 +56,7 @@ struct DifferentialOptions {
 
 struct BackendTotals {
   std::string backend;  // "host", "cuda"; a SPEC §8 mode's row: "host split", "cuda tail"
+  opt::SharingMode mode = opt::SharingMode::kSeed;  // the row's mode
   int64_t steps = 0, layers = 0;
   // builder calls counted by CountingBuilder; a mode's row: one per layer, and the builds of
   // the mode's path

@@ -258,7 +258,7 @@ void print_summary_table(std::ostream& os, const DifferentialSummary& s, double 
      << " steps also in persistent buffers, recorded as a step graph and replayed with run-time sizes (builds:";
   for (const BackendTotals& b : s.backends) {
     // The graph path runs with the seed mode: a SPEC §8 mode's row ("host split") has none.
-    if (b.backend.find(' ') == std::string::npos) os << " " << b.backend << " " << b.calls_graph;
+    if (b.mode == opt::SharingMode::kSeed) os << " " << b.backend << " " << b.calls_graph;
   }
   os << "); " << s.engine.spans_offsets << " with block spans or base offsets; " << s.engine.persistent_tables
      << " with block tables past R or strided\n";

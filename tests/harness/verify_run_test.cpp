@@ -86,6 +86,24 @@ TEST(VerifyRun, SummaryTableShowsEveryColumn) {
   EXPECT_NE(table.str().find(line), std::string::npos) << line << table.str();
 }
 
+// With every SPEC §8 mode, the table has a row per mode, and the SPEC §7 line counts the graph
+// path's builds of the seed rows only (the graph path runs in seed mode), also when the totals
+// of several threads are merged.
+TEST(VerifyRun, SpecSevenLineCountsOnlyTheSeedRowsInEveryMode) {
+  VerifyOptions o = small_run(3);
+  o.steps = 12;
+  o.modes = {opt::SharingMode::kSeed, opt::SharingMode::kSplit, opt::SharingMode::kTailOnly};
+  std::ostringstream progress, table;
+  const VerifyResult r = run_verify(o, progress);
+  print_summary_table(table, r.summary, r.seconds);
+  ASSERT_EQ(r.summary.backends.size(), 3u);
+  EXPECT_EQ(r.summary.backends[1].backend, "host split");
+  EXPECT_EQ(r.summary.backends[1].mode, opt::SharingMode::kSplit);
+  EXPECT_EQ(r.summary.backends[2].mode, opt::SharingMode::kTailOnly);
+  const std::string builds = "(builds: host " + std::to_string(r.summary.backends[0].calls_graph) + "); ";
+  EXPECT_NE(table.str().find(builds), std::string::npos) << table.str();
+}
+
 // Options outside their documented range are rejected before any work (they used to crash:
 // --max-size 4294967295 became -1 and then a modulus of 0; --step INT64_MAX overflowed).
 TEST(VerifyRun, OptionsOutsideTheirRangeAreRejectedNamingTheOption) {
