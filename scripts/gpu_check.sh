@@ -45,14 +45,16 @@ replay_captures() {
   done
   return $rc
 }
-# 200 replays of a step graph per test: under racecheck they are the longest run, so they
-# get a process of their own.
+# 200 replays of a step graph per test: the longest runs under the sanitizers (H200, memcheck:
+# Flash 181 s, Pro over 290 s), so each gets a process of its own; memcheck over the other
+# optimized tests takes over 290 s in one process and runs as 4 gtest shards.
 graph_replays='Cuda/StepGraphTest.*ReplaysOfRandomDecodeSteps*'
-sanitize() {  # sanitize TOOL EXE FILTER NAME
-  local tool=$1 exe=$2 filter=$3 name=$4 leak=()
+sanitize() {  # sanitize TOOL EXE FILTER NAME [SHARD SHARDS]
+  local tool=$1 exe=$2 filter=$3 name=$4 leak=() shards=()
   [ "$tool" = memcheck ] && leak=(--leak-check full)
-  RC_PARAMS="max_success=20" TIMEOUT=${SANITIZER_TIMEOUT:-540} run_logged "$name" compute-sanitizer --tool "$tool" \
-    --error-exitcode 3 "${leak[@]}" "./build-gpu/tests/$exe" --gtest_filter="$filter"
+  [ $# -ge 6 ] && shards=(GTEST_SHARD_INDEX="$5" GTEST_TOTAL_SHARDS="$6")
+  RC_PARAMS="max_success=20" TIMEOUT=${SANITIZER_TIMEOUT:-540} run_logged "$name" env "${shards[@]}" \
+    compute-sanitizer --tool "$tool" --error-exitcode 3 "${leak[@]}" "./build-gpu/tests/$exe" --gtest_filter="$filter"
 }
 phases=${PHASES:-all}
 if [ "$phases" != sanitizers ]; then
@@ -66,10 +68,21 @@ fi
 sanitizers=()
 for tool in memcheck racecheck synccheck; do
   [ "$phases" = tests ] && break
-  sanitize $tool optimized_tests "Cuda*:-$graph_replays" "sanitizer_${tool}_optimized_tests" &
+  shards=1
+  [ "$tool" = memcheck ] && shards=4
+  for ((shard = 0; shard < shards; ++shard)); do
+    name="sanitizer_${tool}_optimized_tests"
+    [ "$shards" -gt 1 ] && name+="_shard$shard"
+    sanitize $tool optimized_tests "Cuda*:-$graph_replays" "$name" "$shard" "$shards" &
+    sanitizers+=("$name")
+  done
   sanitize $tool property_tests 'Cuda*' "sanitizer_${tool}_property_tests" &
-  sanitize $tool optimized_tests "$graph_replays" "sanitizer_${tool}_graph_replays" &
-  sanitizers+=("sanitizer_${tool}_optimized_tests" "sanitizer_${tool}_property_tests" "sanitizer_${tool}_graph_replays")
+  for model in Flash Pro; do
+    sanitize $tool optimized_tests "Cuda/StepGraphTest.${model}ReplaysOfRandomDecodeSteps*" \
+      "sanitizer_${tool}_graph_replays_$model" &
+    sanitizers+=("sanitizer_${tool}_graph_replays_$model")
+  done
+  sanitizers+=("sanitizer_${tool}_property_tests")
 done
 wait
 if [ "$phases" != sanitizers ]; then
