@@ -23,7 +23,6 @@ class RecordedBuilds {
 
 enum class Backend : uint8_t { kHost, kCuda };
 
-
 inline constexpr int kMaxBuildsTogether = kernels::kMaxBuildsPerLaunch;
 const char* backend_name(Backend backend);  // "host", "cuda"
 // std::invalid_argument unless chains >= 1 (begin_recording's argument).

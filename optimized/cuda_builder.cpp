@@ -5,13 +5,13 @@
 #include <cuda_runtime_api.h>
 
 #include <memory>
-#include <unordered_map>
-#include <unordered_set>
-#include <vector>
 #include <mutex>
 #include <shared_mutex>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
 
 #include "kernels/mixed_sparse_indices_launch.h"
 #include "optimized/cuda_builder.h"

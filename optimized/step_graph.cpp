@@ -43,19 +43,15 @@ struct ByteRange {
   std::string name;
 };
 
+void add_range(std::vector<ByteRange>& ranges, const int32_t* p, int64_t count, std::string name) {
+  if (p == nullptr) return;
+  const auto begin = reinterpret_cast<std::uintptr_t>(p);
+  ranges.push_back({begin, begin + static_cast<std::uintptr_t>(count) * sizeof(int32_t), std::move(name)});
+}
+
 void add_output(std::vector<ByteRange>& ranges, const OutputView& out, int32_t rows, const std::string& name) {
-  const auto span = [](const int32_t* p, int64_t count) {
-    const auto begin = reinterpret_cast<std::uintptr_t>(p);
-    return std::make_pair(begin, begin + static_cast<std::uintptr_t>(count) * sizeof(int32_t));
-  };
-  if (out.sparse_indices != nullptr) {
-    const auto [begin, end] = span(out.sparse_indices, int64_t{rows} * out.row_stride);
-    ranges.push_back({begin, end, name + ".sparse_indices"});
-  }
-  if (out.sparse_lens != nullptr) {
-    const auto [begin, end] = span(out.sparse_lens, rows);
-    ranges.push_back({begin, end, name + ".sparse_lens"});
-  }
+  add_range(ranges, out.sparse_indices, int64_t{rows} * out.row_stride, name + ".sparse_indices");
+  add_range(ranges, out.sparse_lens, rows, name + ".sparse_lens");
 }
 
 // Builds that run at once must not write the same memory (nor should any two layers' outputs).

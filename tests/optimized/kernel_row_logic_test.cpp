@@ -218,6 +218,16 @@ int64_t build_as_groups(const MixedSparseIndicesArgs& a, int32_t group_threads, 
   }
 }
 
+// The instance for the block math and path `a` asks for.
+int64_t build_as_groups(const MixedSparseIndicesArgs& a, int32_t group_threads, int32_t chunks) {
+  if (a.power_of_two_blocks) {
+    return a.vector_path ? build_as_groups<true, true>(a, group_threads, chunks)
+                         : build_as_groups<true, false>(a, group_threads, chunks);
+  }
+  return a.vector_path ? build_as_groups<false, true>(a, group_threads, chunks)
+                       : build_as_groups<false, false>(a, group_threads, chunks);
+}
+
 ::testing::AssertionResult groups_match_reference(const ref::BuilderInputs& in, int32_t group_threads,
                                                   int32_t chunks, Path path, const harness::RequestLayout& layout) {
   const ref::BuilderOutput expected = ref::build_mixed_sparse_indices(in);
@@ -249,14 +259,7 @@ int64_t build_as_groups(const MixedSparseIndicesArgs& a, int32_t group_threads, 
   }
   if (path == Path::kScalar) a.vector_path = false;
   if (path == Path::kGeneralBlockMath) a.power_of_two_blocks = false;  // the divider is exact too
-  int64_t errors = 0;
-  if (a.power_of_two_blocks) {
-    errors = a.vector_path ? build_as_groups<true, true>(a, group_threads, chunks)
-                             : build_as_groups<true, false>(a, group_threads, chunks);
-  } else {
-    errors = a.vector_path ? build_as_groups<false, true>(a, group_threads, chunks)
-                             : build_as_groups<false, false>(a, group_threads, chunks);
-  }
+  const int64_t errors = build_as_groups(a, group_threads, chunks);
   harness::HostIndices actual;
   actual.sparse_indices = Eigen::Map<const ref::IndexMatrix>(indices, T, width);
   actual.sparse_lens = Eigen::Map<const ref::IndexVector>(lens, T);
@@ -303,14 +306,7 @@ TEST(RowLogicAsGpuGroups, RandomBuildsOnEveryPathGroupAndChunkCount) {
       make_mixed_sparse_indices_args(request, BuiltIndices{indices.data(), lens.data(), T, width, width}, nullptr);
   if (path == Path::kScalar) a.vector_path = false;
   if (path == Path::kGeneralBlockMath) a.power_of_two_blocks = false;
-  int64_t errors = 0;
-  if (a.power_of_two_blocks) {
-    errors = a.vector_path ? build_as_groups<true, true>(a, group_threads, chunks)
-                           : build_as_groups<true, false>(a, group_threads, chunks);
-  } else {
-    errors = a.vector_path ? build_as_groups<false, true>(a, group_threads, chunks)
-                           : build_as_groups<false, false>(a, group_threads, chunks);
-  }
+  const int64_t errors = build_as_groups(a, group_threads, chunks);
   if (indices.back() != testing::kPoisonedIndex || lens.back() != testing::kPoisonedLength) {
     return ::testing::AssertionFailure() << "written past the output";
   }
@@ -481,7 +477,7 @@ TEST(RowLogicAsGpuGroups, ARowWhoseRequestIsOutOfRangeIsMinusOneAndCountsOneErro
   const MixedSparseIndicesArgs a =
       make_mixed_sparse_indices_args(request, BuiltIndices{indices.data(), lens.data(), 3, 8, 8}, nullptr);
   for (int32_t group : {1, 8}) {
-    const int64_t errors = a.vector_path ? build_as_groups<true, true>(a, group, 2) : build_as_groups<true, false>(a, group, 2);
+    const int64_t errors = build_as_groups(a, group, 2);
     EXPECT_EQ(errors, 1) << "group " << group;
     EXPECT_EQ(lens[2], 0);
     for (int32_t c = 0; c < 8; ++c) EXPECT_EQ(indices[static_cast<size_t>(2 * 8 + c)], -1) << "column " << c;
