@@ -214,9 +214,8 @@ __global__ void __launch_bounds__(Policy::kDecodeRowMaxChunks)
   const int32_t request = load_input(args.token_to_req + t);
   int32_t v[4] = {-1, -1, -1, -1};
   int32_t length_input = 1;  // decode_compressed_lens[t] (global) or decode_valid[t] (local)
-  if (has_input_row) {
-    if (!written) {
-    } else if (j0 < 0) {
+  if (has_input_row && written) {
+    if (j0 < 0) {
       load_stream4(args.decode_swa_indices + static_cast<int64_t>(t) * args.decode_swa_stride + c0, v);
     } else if constexpr (kForm != DecodeForm::kWindowOnly) {
       // Columns j < Kd hold values (threads past the row have j0 >= P >= Kd: nothing read).
@@ -228,6 +227,8 @@ __global__ void __launch_bounds__(Policy::kDecodeRowMaxChunks)
         for (int e = 0; e < 4; ++e) v[e] = j0 + e < args.decode_width ? load_input(in + e) : -1;
       }
     }
+  }
+  if (has_input_row) {
     // Thread 0 writes the length; checked, every thread needs it for the row's checks, which
     // also hold a window-only row's global lens to [0, Kd = 0].
     if (kChecked || k == 0) {
