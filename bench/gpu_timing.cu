@@ -408,6 +408,22 @@ void launch_empty_kernel(void* stream) {
                  "cudaLaunchKernel(empty_kernel) / cudaGetLastError");
 }
 
+void launch_empty_kernel_programmatic(void* stream) {
+  cudaLaunchAttribute programmatic{};
+  programmatic.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  programmatic.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(1);
+  config.blockDim = dim3(32);
+  config.stream = as_stream(stream);
+  config.attrs = &programmatic;
+  config.numAttrs = 1;
+  cudaError_t status = cudaLaunchKernelEx(&config, empty_kernel);
+  const cudaError_t last = cudaGetLastError();
+  if (status == cudaSuccess) status = last;
+  check(status, "cudaLaunchKernelEx(empty_kernel, programmatic) / cudaGetLastError", __FILE__, __LINE__);
+}
+
 void launch_empty_kernel_args(void* stream, const LaunchFloorArgs& args) {
   void* params[] = {const_cast<LaunchFloorArgs*>(&args)};  // copied at launch
   launch_checked(reinterpret_cast<const void*>(&empty_kernel_args), params, stream,
@@ -439,6 +455,73 @@ int32_t DependentReadChain::last_value() {
   int32_t v = 0;
   BENCH_CUDA_CHECK(cudaMemcpy(&v, out_, sizeof(v), cudaMemcpyDeviceToHost));
   return v;
+}
+
+namespace {
+constexpr int kStreamingThreads = 256;
+
+// Word i of CTA b, thread x, step k: b * kWords * 256 + k * 256 + x (each step of a warp is
+// 512 contiguous bytes). Words below `reads` are read, words below `writes` written: the word
+// read where there is one, else the word's index.
+template <int kWords>
+__global__ void __launch_bounds__(kStreamingThreads) streaming_bytes_kernel(const int4* src, int64_t reads, int4* dst,
+                                                                           int64_t writes) {
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * kWords * kStreamingThreads + threadIdx.x;
+  int4 v[kWords];
+#pragma unroll
+  for (int k = 0; k < kWords; ++k) {
+    const int64_t i = first + static_cast<int64_t>(k) * kStreamingThreads;
+    v[k] = i < reads ? __ldg(src + i) : make_int4(static_cast<int>(i), 0, 0, 0);
+  }
+#pragma unroll
+  for (int k = 0; k < kWords; ++k) {
+    const int64_t i = first + static_cast<int64_t>(k) * kStreamingThreads;
+    if (i < writes) dst[i] = v[k];
+  }
+}
+
+int64_t words_of(int64_t bytes) { return (bytes + 15) / 16; }
+}  // namespace
+
+StreamingBytes::~StreamingBytes() {
+  (void)cudaFree(src_);
+  (void)cudaFree(dst_);
+}
+
+void StreamingBytes::reserve(int64_t read_bytes, int64_t write_bytes) {
+  if (read_bytes < 0 || write_bytes < 0) throw std::invalid_argument("StreamingBytes: negative size");
+  const auto grow = [](void*& p, int64_t& have, int64_t want) {
+    want = words_of(want) * 16;
+    if (want <= have) return;
+    (void)cudaFree(p);
+    p = nullptr;
+    have = 0;
+    BENCH_CUDA_CHECK(cudaMalloc(&p, static_cast<size_t>(want)));
+    BENCH_CUDA_CHECK(cudaMemset(p, 0x3c, static_cast<size_t>(want)));
+    have = want;
+  };
+  grow(src_, src_bytes_, read_bytes);
+  grow(dst_, dst_bytes_, write_bytes);
+}
+
+void StreamingBytes::launch(void* stream, int64_t read_bytes, int64_t write_bytes, int words) {
+  if (read_bytes < 0 || write_bytes < 0 || words_of(read_bytes) * 16 > src_bytes_ ||
+      words_of(write_bytes) * 16 > dst_bytes_) {
+    throw std::invalid_argument("StreamingBytes::launch: sizes outside reserve()'s");
+  }
+  const int64_t reads = words_of(read_bytes), writes = words_of(write_bytes);
+  const int64_t per_cta = int64_t{words} * kStreamingThreads;
+  const int64_t ctas = std::max<int64_t>(1, (std::max(reads, writes) + per_cta - 1) / per_cta);
+  const int4* src = static_cast<const int4*>(src_);
+  int4* dst = static_cast<int4*>(dst_);
+  const dim3 grid(static_cast<unsigned>(ctas)), block(kStreamingThreads);
+  switch (words) {
+    case 1: streaming_bytes_kernel<1><<<grid, block, 0, as_stream(stream)>>>(src, reads, dst, writes); break;
+    case 2: streaming_bytes_kernel<2><<<grid, block, 0, as_stream(stream)>>>(src, reads, dst, writes); break;
+    case 4: streaming_bytes_kernel<4><<<grid, block, 0, as_stream(stream)>>>(src, reads, dst, writes); break;
+    default: throw std::invalid_argument("StreamingBytes::launch: words must be 1, 2 or 4");
+  }
+  BENCH_CUDA_CHECK(cudaGetLastError());
 }
 
 LaunchFloorGraph::LaunchFloorGraph(void* stream, int nodes, int ctas, int hops, bool programmatic_launch)

@@ -190,6 +190,9 @@ double measure_on_stream_us(void* stream, int samples, const std::function<void(
 // The launch floor: an empty kernel (1 CTA of 32 threads) launched the way the builder
 // launches its kernel, cudaLaunchKernel then cudaGetLastError, both checked.
 void launch_empty_kernel(void* stream);
+// The same launched as the builder launches with programmatic dependent launch on
+// (cudaLaunchKernelEx, programmatic stream serialization): the host cost of that attribute.
+void launch_empty_kernel_programmatic(void* stream);
 // The same with a by-value argument as large (and aligned) as the builder's, so the
 // difference shows the cost of copying the parameters.
 struct LaunchFloorArgs {
@@ -216,6 +219,30 @@ class DependentReadChain {
  private:
   int32_t* chain_ = nullptr;  // device: kMaxHops + 1 pages of int32
   int32_t* out_ = nullptr;
+};
+
+// The byte floor of a build, measured: a streaming kernel that reads `read_bytes` from one
+// buffer and writes `write_bytes` to another in 16-byte words (the word read is the word
+// written, so neither is optimized away), one-shot grid (no grid-stride loop), each thread
+// `words` consecutive-by-CTA words, launched like the builder. No build can move the same
+// bytes in less time than the fastest of its shapes: the kernel benchmark's
+// cuda/byte_floor/<model>/<kind>/<case> times it on each case's bytes (build_bytes.h).
+class StreamingBytes {
+ public:
+  static constexpr int kWordChoices[3] = {1, 2, 4};  // 16-byte words per thread
+  StreamingBytes() = default;
+  ~StreamingBytes();
+  StreamingBytes(const StreamingBytes&) = delete;
+  StreamingBytes& operator=(const StreamingBytes&) = delete;
+  // Grows the buffers (synchronously) to hold the sizes; call before timing.
+  void reserve(int64_t read_bytes, int64_t write_bytes);
+  // One launch on `stream`; words is one of kWordChoices; the sizes within reserve()'s.
+  void launch(void* stream, int64_t read_bytes, int64_t write_bytes, int words);
+
+ private:
+  void* src_ = nullptr;
+  void* dst_ = nullptr;
+  int64_t src_bytes_ = 0, dst_bytes_ = 0;
 };
 
 // The floor of a replayed step graph: `nodes` launches of a kernel that does what every build

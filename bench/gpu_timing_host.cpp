@@ -59,11 +59,15 @@ void gpu_streaming_wait_us(void*, StreamingWait&, const DurationCalibration&, do
   no_cuda("gpu_streaming_wait_us");
 }
 void launch_empty_kernel(void*) { no_cuda("launch_empty_kernel"); }
+void launch_empty_kernel_programmatic(void*) { no_cuda("launch_empty_kernel_programmatic"); }
 void launch_empty_kernel_args(void*, const LaunchFloorArgs&) { no_cuda("launch_empty_kernel_args"); }
 DependentReadChain::DependentReadChain() { no_cuda("DependentReadChain"); }
 DependentReadChain::~DependentReadChain() = default;
 void DependentReadChain::launch(void*, int) { no_cuda("DependentReadChain::launch"); }
 int32_t DependentReadChain::last_value() { no_cuda("DependentReadChain::last_value"); }
+StreamingBytes::~StreamingBytes() = default;
+void StreamingBytes::reserve(int64_t, int64_t) { no_cuda("StreamingBytes::reserve"); }
+void StreamingBytes::launch(void*, int64_t, int64_t, int) { no_cuda("StreamingBytes::launch"); }
 LaunchFloorGraph::LaunchFloorGraph(void*, int, int, int, bool) : stream_(nullptr) { no_cuda("LaunchFloorGraph"); }
 LaunchFloorGraph::~LaunchFloorGraph() = default;
 void LaunchFloorGraph::replay() { no_cuda("LaunchFloorGraph::replay"); }

@@ -11,11 +11,15 @@
 // cudaLaunchKernel + cudaGetLastError like the builder): device_us is the device floor of any
 // build, host_us the host floor of its launch call. cuda/launch_floor/empty_kernel_args: the
 // same kernel taking a by-value argument of sizeof(MixedSparseIndicesArgs) (arg_bytes), the
-// parameter-copy cost. CUDA backend only (not registered on the host backend).
+// parameter-copy cost; .../empty_kernel_programmatic: launched with programmatic dependent
+// launch as the builder's default (the attribute's host cost). CUDA backend only (not
+// registered on the host backend).
 // <prefix>/cache_hit/<kind>: StepIndexCache::get_or_build on a hit (target <= 0.2 us);
 // <prefix>/indexer_hit/<kind>: StepIndexer::layer_indices on a hit (request + key + lookup).
 // cuda/launch_floor/dependent_reads_<n>: one thread following n dependent reads (each a DRAM
 // round trip after the flush) then one store: the latency floor of a small (decode) build.
+// cuda/byte_floor/<model>/<kind>/<case>: a streaming kernel moving exactly the case's bytes,
+// timed like the build: the measured floor of a build of that size (StreamingBytes).
 // With --warm_l2 (a diagnostic): no L2 flush before the timed builds.
 // With --shape_sweep: cuda/shape/<threads per row>x<chunks>/<model>/<kind>/<case>, the target
 // cases of issue 8 with every compiled launch shape forced (the policy's tuning data).
@@ -26,14 +30,15 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <map>
-#include <set>
-#include <tuple>
-#include <utility>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include "bench/bench_cases.h"
 #include "bench/bench_main.h"
@@ -49,6 +54,7 @@ namespace dsv4::bench {
 namespace {
 
 constexpr int kCudaIterations = 300;
+constexpr int kByteFloorIterations = 100;  // each times all StreamingBytes::kWordChoices
 constexpr int64_t kHeadStartNs = 20000;  // 20 us: the host enqueues the build meanwhile
 constexpr double kBuildHostTargetUs = 5.0;
 constexpr double kCacheHitTargetUs = 0.2;
@@ -92,9 +98,11 @@ struct Run {
   StagedLayer staged;  // the most recent config only
   bool warm_l2 = false;  // --warm_l2: no flush before a timed build (a diagnostic: cold vs warm)
   bool shape_sweep = false;  // --shape_sweep: every compiled launch shape on the target cases
+  std::unique_ptr<StreamingBytes> streaming;  // the byte floors' kernel and buffers
   void tear_down() {
     staged = StagedLayer{};
     builders.clear();
+    streaming.reset();
   }
 };
 Run& run() {
@@ -265,18 +273,20 @@ void BM_kernel(benchmark::State& state, KernelConfig cfg) {
 
 // The launch floors, timed exactly as BM_kernel times a build: an empty kernel (with and
 // without a builder-sized argument), and one thread's chain of `hops` dependent DRAM reads.
-enum class Floor { kEmpty, kEmptyArgs, kDependentReads };
+enum class Floor { kEmpty, kEmptyProgrammatic, kEmptyArgs, kDependentReads };
 void BM_launch_floor(benchmark::State& state, Floor floor, int hops) {
-  const std::string name = floor == Floor::kEmpty       ? "cuda/launch_floor/empty_kernel"
-                           : floor == Floor::kEmptyArgs ? "cuda/launch_floor/empty_kernel_args"
-                                                        : "cuda/launch_floor/dependent_reads_" +
-                                                              std::to_string(hops);
+  const std::string name = floor == Floor::kEmpty               ? "cuda/launch_floor/empty_kernel"
+                           : floor == Floor::kEmptyProgrammatic ? "cuda/launch_floor/empty_kernel_programmatic"
+                           : floor == Floor::kEmptyArgs         ? "cuda/launch_floor/empty_kernel_args"
+                                                                : "cuda/launch_floor/dependent_reads_" +
+                                                                      std::to_string(hops);
   void* stream = bench_device().stream->get();
   const LaunchFloorArgs args{};
   std::unique_ptr<DependentReadChain> chain;
   auto launch = [&] {
     switch (floor) {
       case Floor::kEmpty: launch_empty_kernel(stream); break;
+      case Floor::kEmptyProgrammatic: launch_empty_kernel_programmatic(stream); break;
       case Floor::kEmptyArgs: launch_empty_kernel_args(stream, args); break;
       case Floor::kDependentReads: chain->launch(stream, hops); break;
     }
@@ -318,8 +328,65 @@ void BM_launch_floor(benchmark::State& state, Floor floor, int hops) {
   state.SetLabel(floor == Floor::kEmptyArgs ? "empty kernel, by-value argument of sizeof(MixedSparseIndicesArgs); "
                                               "CUDA events, L2 flushed"
                  : floor == Floor::kEmpty   ? "empty kernel, 1 CTA x 32 threads; CUDA events, L2 flushed"
+                 : floor == Floor::kEmptyProgrammatic
+                     ? "empty kernel, cudaLaunchKernelEx with programmatic stream serialization; CUDA events, L2 flushed"
                                             : "1 thread, dependent reads 4 KiB apart, then a store; CUDA "
                                               "events, L2 flushed");
+}
+
+// The byte floor of a case, measured: StreamingBytes moving the build's bytes (build_bytes.h:
+// inputs read, outputs written), timed exactly as BM_kernel times the build, each iteration
+// once per word choice. device_us is the fastest choice's mean (us_words<n> each).
+void BM_byte_floor(benchmark::State& state, KernelConfig cfg) {
+  StagedLayer& s = staged_layer(cfg);
+  if (!s.error.empty()) {
+    state.SkipWithError(s.error.c_str());
+    return;
+  }
+  const int64_t writes = s.bytes.outputs, reads = s.bytes.total() - s.bytes.outputs;
+  constexpr int kChoices = static_cast<int>(std::size(StreamingBytes::kWordChoices));
+  double totals[kChoices] = {};
+  int64_t n = 0;
+  try {
+    if (!run().streaming) run().streaming = std::make_unique<StreamingBytes>();
+    StreamingBytes& streaming = *run().streaming;
+    streaming.reserve(reads, writes);
+    void* stream = bench_device().stream->get();
+    EventTimer timer;
+    for (int c = 0; c < kChoices; ++c) streaming.launch(stream, reads, writes, StreamingBytes::kWordChoices[c]);
+    bench_device().stream->synchronize();
+    for (auto _ : state) {
+      double fastest = 0;
+      for (int c = 0; c < kChoices; ++c) {
+        bench_device().flusher->flush(stream);
+        gpu_busy_wait_ns(stream, kHeadStartNs);
+        timer.start(stream);
+        streaming.launch(stream, reads, writes, StreamingBytes::kWordChoices[c]);
+        timer.stop(stream);
+        const double us = timer.elapsed_us();
+        totals[c] += us;
+        fastest = c == 0 ? us : std::min(fastest, us);
+      }
+      state.SetIterationTime(fastest * 1e-6);
+      ++n;
+    }
+  } catch (const std::exception& e) {
+    state.SkipWithError((cfg.key() + ": byte floor: " + e.what()).c_str());
+    return;
+  }
+  if (n == 0) return;
+  double best = 0;
+  for (int c = 0; c < kChoices; ++c) {
+    const double mean = totals[c] / static_cast<double>(n);
+    state.counters["us_words" + std::to_string(StreamingBytes::kWordChoices[c])] = mean;
+    best = c == 0 ? mean : std::min(best, mean);
+  }
+  state.counters["device_us"] = best;
+  state.counters["bytes"] = static_cast<double>(reads + writes);
+  state.counters["read_bytes"] = static_cast<double>(reads);
+  state.counters["GBps"] = static_cast<double>(reads + writes) / (best * 1e-6) / 1e9;
+  state.SetLabel("streaming kernel moving the build's bytes (16-byte words, fastest of 1/2/4 per thread); "
+                 "CUDA events, L2 flushed");
 }
 
 // The copy ceiling as its own benchmark: each iteration one timed 1 GiB D2D copy.
@@ -445,6 +512,7 @@ void register_benchmarks(const BackendChoice& backends) {
           ->Unit(benchmark::kMicrosecond);
       const std::pair<std::string, std::pair<Floor, int>> floors[] = {
           {"empty_kernel", {Floor::kEmpty, 0}},
+          {"empty_kernel_programmatic", {Floor::kEmptyProgrammatic, 0}},
           {"empty_kernel_args", {Floor::kEmptyArgs, 0}},
           {"dependent_reads_1", {Floor::kDependentReads, 1}},
           {"dependent_reads_2", {Floor::kDependentReads, 2}}};
@@ -476,6 +544,15 @@ void register_benchmarks(const BackendChoice& backends) {
               ->UseManualTime()
               ->Iterations(cuda ? kCudaIterations : cpu_iterations(c, schedule))
               ->Unit(benchmark::kMicrosecond);
+          if (cuda) {  // right after its build: the staged case is reused
+            benchmark::RegisterBenchmark((prefix + "/byte_floor/" + model + "/" + ref::layer_kind_name(kind) +
+                                          "/" + c.name)
+                                             .c_str(),
+                                         BM_byte_floor, cfg)
+                ->UseManualTime()
+                ->Iterations(kByteFloorIterations)
+                ->Unit(benchmark::kMicrosecond);
+          }
         }
       }
     }

@@ -22,13 +22,20 @@ STEP_DEFINITIONS = [("dev_plus_host_us", "device + host (sum, conservative)"),
 # Builds compared with the empty kernel's device floor (the smallest builds).
 FLOOR_CASES = [("SWA-only", "decode64_ctx8K"), ("SWA-only", "prefill8K")]
 
+# Issue 8's device-time targets per build (H200), keyed model/kind/case.
+KERNEL_TARGETS_US = {"flash/SWA-only/prefill8K": 4.5, "flash/SWA-only/decode64_ctx8K": 3.2,
+                     "flash/C4A/prefill8K": 11.6, "flash/C4A/prefill8K_ctx120K": 12.3,
+                     "pro/C4A/prefill8K": 18.6, "flash/C4A/decode64_ctx8K": 3.6,
+                     "flash/C128A/prefill8K": 6.0, "flash/C128A/prefill8K_ctx120K": 21.5}
+
 KIND_ORDER = {"SWA-only": 0, "C4A": 1, "C128A": 2}
 CASE_ORDER = ["decode64_ctx8K", "decode64_ctx32K", "decode256_ctx8K", "decode256_ctx32K", "prefill1K", "prefill8K",
               "prefill8K_ctx120K", "decode32_prefill8K"]
 COUNTERS = ["device_us", "host_us", "bytes", "GBps", "pct_of_copy_bw", "copy_GBps",
             "dev_plus_host_us", "builder_calls", "layers", "gpu_waited_on_host",
             "startup_median_GBps", "tokens", "width", "wall_us", "arg_bytes", "target_us",
-            "wall_target_us", "host_target_us", "launches", "floor_bytes", "floor_us"]
+            "wall_target_us", "host_target_us", "launches", "floor_bytes", "floor_us", "read_bytes",
+            "us_words1", "us_words2", "us_words4"]
 
 
 def load(path):
@@ -114,6 +121,11 @@ def floor_lines(floors):
         out.append(f"- launch floor, empty kernel (1 CTA x 32 threads, timed like a build): device "
                    f"{fmt(plain.get('device_us'), 2)} us, host (cudaLaunchKernel + cudaGetLastError) "
                    f"{fmt(plain.get('host_us'), 2)} us")
+    programmatic = floors.get("empty_kernel_programmatic")
+    if programmatic:
+        out.append(f"- launch floor, empty kernel launched with programmatic dependent launch (cudaLaunchKernelEx, "
+                   f"as the builder by default): device {fmt(programmatic.get('device_us'), 2)} us, host "
+                   f"{fmt(programmatic.get('host_us'), 2)} us")
     if args:
         extra = ""
         if plain and None not in (args.get("host_us"), plain.get("host_us")):
@@ -198,35 +210,54 @@ def kernel_section(doc, lines, targets, floor_notes, peer=None, peer_ctx=None):
                                          "(bench_inputs), output checked equal to the reference; "
                                          "ratio = peer us / ours (> 1: ours is faster)"))
     lines.append("")
-    kernels = []
+    kernels, byte_floors = [], {}
     for name, r in runs.items():
         parts = name.split("/")
         if len(parts) == 5 and parts[1] == "kernel":
             kernels.append((parts[0], parts[2], parts[3], parts[4], r))
+        if len(parts) == 5 and parts[1] == "byte_floor" and "error" not in r:
+            byte_floors["/".join(parts[2:])] = r
+    if byte_floors:
+        lines.append("- byte floor: a streaming kernel moving exactly the build's bytes (16-byte words, "
+                     "the fastest of 1, 2 or 4 per thread), timed like a build: what those bytes take at best "
+                     "as measured; of floor = floor us / ours (1.00: at the floor)")
     # The peer columns only where there are peer results: the table is unchanged otherwise.
     peer_cols = peer is not None
+    floor_cols = bool(byte_floors)
     if kernels:
         lines.append("| timing | model | kind | case | device us | GB/s | % copy BW | host us |"
+                     + (" floor us | of floor |" if floor_cols else "")
                      + (" peer us | ratio |" if peer_cols else ""))
-        lines.append("|---|---|---|---|---:|---:|---:|---:|" + ("---:|---:|" if peer_cols else ""))
+        lines.append("|---|---|---|---|---:|---:|---:|---:|" + ("---:|---:|" if floor_cols else "")
+                     + ("---:|---:|" if peer_cols else ""))
         kernels.sort(key=lambda k: (k[0], k[1], KIND_ORDER.get(k[2], 9),
                                     CASE_ORDER.index(k[3]) if k[3] in CASE_ORDER else 99))
         for prefix, model, kind, case, r in kernels:
             extra = ""
+            if floor_cols:
+                f_us = byte_floors.get(f"{model}/{kind}/{case}", {}).get("device_us") if prefix == "cuda" else None
+                extra += f" {fmt(f_us, 2)} | {fmt(ratio(f_us, r.get('device_us')), 2)} |"
             if peer_cols:
                 # The peer ran on the GPU: a ratio against CPU timings would mean nothing.
                 p = peer.get(f"{model}/{kind}/{case}", {}) if prefix == "cuda" else {}
                 p_us = p.get("device_us") if p.get("matches_reference") else None
-                extra = f" {fmt(p_us, 2)} | {fmt(ratio(p_us, r.get('device_us')), 2)} |"
+                extra += f" {fmt(p_us, 2)} | {fmt(ratio(p_us, r.get('device_us')), 2)} |"
             if "error" in r:
                 lines.append(f"| {prefix} | {model} | {kind} | {case} | ERROR: {r['error']} | | | |"
-                             + (" | |" if peer_cols else ""))
+                             + (" | |" if floor_cols else "") + (" | |" if peer_cols else ""))
                 continue
             lines.append(f"| {prefix} | {model} | {kind} | {case} | {fmt(r.get('device_us'), 2)} | "
                          f"{fmt(r.get('GBps'))} | {fmt(r.get('pct_of_copy_bw'))} | "
                          f"{fmt(r.get('host_us'), 2)} |" + extra)
         lines.append("")
         floor_notes += floor_comparisons(kernels, launch_floors(runs))
+        for prefix, model, kind, case, r in kernels:
+            key = f"{model}/{kind}/{case}"
+            if prefix == "cuda" and key in KERNEL_TARGETS_US and "error" not in r:
+                f_us = byte_floors.get(key, {}).get("device_us")
+                floor_note = f", byte floor {fmt(f_us, 2)} us" if f_us is not None else ""
+                targets.append((f"{model} {kind} {case} build, device{floor_note}", prefix,
+                                r.get("device_us"), KERNEL_TARGETS_US[key]))
         # The host backend's build() is the whole build: the launch-cost target is CUDA's.
         for prefix in sorted({k[0] for k in kernels} & {"cuda"}):
             hosts = [(k[4].get("host_us"), k) for k in kernels if k[0] == prefix and "host_us" in k[4]]

@@ -116,7 +116,7 @@ bin="$build_dir/bench"
 gbench=(--backends="$backend" --benchmark_repetitions=3 --benchmark_display_aggregates_only=true
         --benchmark_out_format=json)
 if [ "$peer" != only ]; then
-  stage kernel_bench 100 "$bin/kernel_bench" "${gbench[@]}" --benchmark_out="$out/kernel_bench.json"
+  stage kernel_bench 150 "$bin/kernel_bench" "${gbench[@]}" --benchmark_out="$out/kernel_bench.json"
   stage step_bench 150 "$bin/step_bench" "${gbench[@]}" --benchmark_out="$out/step_bench.json"
   # The cached steps again with plain launches: what programmatic dependent launch (the
   # default) gains, same run.
