@@ -228,8 +228,9 @@ nb::tuple build(int32_t window, int32_t ratio, int32_t topk, nb::handle decode_s
     lease->dirty = false;
   }
   if (given(out)) return nb::make_tuple(caller.sparse_indices, caller.sparse_lens, errors);
-  const nb::tuple exported = export_built(l.place, built, lease);
-  return nb::make_tuple(exported[0], exported[1], errors);
+  const int64_t shape[2] = {built.num_tokens, built.width};  // one tuple: (indices, lens, errors)
+  return nb::make_tuple(export_int32(l.place, built.sparse_indices, 2, shape, lease),
+                        export_int32(l.place, built.sparse_lens, 1, shape, lease), errors);
 }
 
 // The per-step cache from Python: one C++ StepIndexer per step over a leased builder.

@@ -2,6 +2,7 @@
 on every backend present, the reference's, the C++ exceptions) in a child interpreter, so that a
 crash fails this test with the case it happened in instead of ending the pytest run. Named to
 run before test_cuda.py and test_errors.py, which raise the same errors in-process."""
+import importlib.util
 import os
 import subprocess
 import sys
@@ -18,4 +19,11 @@ def test_every_error_raises_in_a_child_interpreter():
     assert child.returncode == 0 and not wrong, (
         f"exit code {child.returncode} (negative: killed by that signal; the last case started is where)\n"
         + "\n".join(wrong) + "\n--- stderr ---\n" + child.stderr[-4000:])
-    assert lines[-1].endswith("cases raised as expected") and len(lines) > 60
+    cases = [line for line in lines if line.startswith("case ")]
+    assert lines[-1] == f"{len(cases)} of {len(cases)} cases raised as expected"
+    # Every backend this interpreter has ran its cases (numpy always, torch CPU where installed).
+    backends = {line.split()[1] for line in cases}
+    assert {"numpy", "library", "binding"} <= backends
+    if importlib.util.find_spec("torch") is not None:
+        assert "torch-cpu" in backends
+    assert len(cases) >= 50
