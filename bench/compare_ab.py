@@ -10,9 +10,13 @@ import sys
 
 
 def device_us(path):
+    """Device us per case: the median aggregate where the file has repetitions, else the run."""
     with open(path) as f:
         runs = json.load(f)["benchmarks"]
-    return {b["name"].split("/iterations")[0]: b["device_us"] for b in runs if "device_us" in b}
+    timed = [b for b in runs if "device_us" in b and b.get("aggregate_name", "median") == "median"]
+    if any("aggregate_name" in b for b in timed):
+        timed = [b for b in timed if "aggregate_name" in b]
+    return {b["name"].split("/iterations")[0].split("/min_time")[0]: b["device_us"] for b in timed}
 
 
 def main(argv):

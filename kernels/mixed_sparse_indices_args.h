@@ -51,6 +51,10 @@ struct BlockTableView {
   // The largest physical block id whose every slot (id * B + B - 1) fits int32: ids up to it
   // need neither the sign nor the overflow check, one unsigned compare covers both.
   uint32_t max_safe_block;
+  // min(NB, 2^31 / B) (power_of_two): an index i >= 0 has i / B < 2^31 / B and a negative one,
+  // as unsigned, i >> log2(B) >= 2^31 / B, so `i >> log2(B) < index_block_bound` says both
+  // "i >= 0" and "its block is in the table" in one unsigned compare (lookup_indices).
+  uint32_t index_block_bound;
 
   // Host only; block_size >= 1 and block_span >= block_size (validated before).
   static BlockTableView make(const int32_t* table, int32_t num_rows, int32_t blocks_per_row,
@@ -61,9 +65,11 @@ struct BlockTableView {
     uint32_t log2 = 0;
     while ((int64_t{1} << log2) < b) ++log2;
     const bool fast = (int64_t{1} << log2) == b && span == b && base_offset == 0;
+    const int64_t index_blocks = (int64_t{1} << 31) / b;
     return BlockTableView{table, num_rows, blocks_per_row, b, row_stride, span, base_offset,
                           FastDivider::make(b), fast, log2,
-                          static_cast<uint32_t>((int64_t{INT32_MAX} - (b - 1)) / b)};
+                          static_cast<uint32_t>((int64_t{INT32_MAX} - (b - 1)) / b),
+                          static_cast<uint32_t>(blocks_per_row < index_blocks ? blocks_per_row : index_blocks)};
   }
 
   // A dense table without span or offset.
@@ -110,6 +116,29 @@ struct BlockTableView {
     }
     if (wanted && !fits) ++*errors;
     return fits ? slot : -1;
+  }
+
+  // lookup(row_table, v[e], v[e] >= 0, errors) for kLanes compressed indices in place (the
+  // power_of_two fast path): one unsigned compare per index for both conditions
+  // (index_block_bound), the table reads issued together, the errors counted once.
+  template <int kLanes>
+  DSV4_HD DSV4_INLINE void lookup_indices(const int32_t* row_table, int32_t (&v)[kLanes], int32_t* errors) const {
+    uint32_t physical[kLanes];
+    DSV4_UNROLL
+    for (int e = 0; e < kLanes; ++e) {
+      const uint32_t block = static_cast<uint32_t>(v[e]) >> log2_block_size;
+      physical[e] = block < index_block_bound ? static_cast<uint32_t>(load_input(row_table + block)) : ~0u;
+    }
+    int32_t bad = 0;
+    DSV4_UNROLL
+    for (int e = 0; e < kLanes; ++e) {
+      const bool fits = physical[e] <= max_safe_block;  // false for no block (~0u)
+      bad += v[e] >= 0 && !fits ? 1 : 0;
+      v[e] = fits ? static_cast<int32_t>(physical[e] * static_cast<uint32_t>(block_size) +
+                                         (static_cast<uint32_t>(v[e]) & static_cast<uint32_t>(block_size - 1)))
+                  : -1;
+    }
+    *errors += bad;
   }
 
   // kLanes consecutive indices first, first + 1, ... that all lie in block `block` (the
