@@ -10,3 +10,8 @@ venv=build-venv
 index=()
 [ -d .whl ] && index=(--no-index --find-links .whl)
 "$venv/bin/python" -m pip install -q --disable-pip-version-check "${index[@]}" -r python/requirements.txt
+# numpy, which the tests and the helpers' numpy path import: Debian's python3-numpy
+# (install_deps.sh) serves Debian's python3 only; an interpreter that does not see it (pyenv's
+# python3 on this project's CPU machines) gets it from .whl or PyPI.
+"$venv/bin/python" -c 'import numpy' 2>/dev/null ||
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check "${index[@]}" numpy
