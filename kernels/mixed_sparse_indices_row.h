@@ -269,10 +269,27 @@ DSV4_HD DSV4_INLINE int32_t row_length(const MixedSparseIndicesArgs& a, const Ro
   return a.window + (s.decode_length_input != 0 ? picks : 0);  // decode_valid[t]
 }
 
+// Thread `rank`'s passes over `chunks` chunks (pass i starts at chunk rank + i * pass_stride),
+// software-pipelined with two register buffers taking turns: each pass's loads are issued
+// before the pass ahead of it is finished (translated and stored). `va` holds the first pass's
+// loads on entry (issued before the row's plan). load_pass(first, readable, v) fills v;
+// finish_pass(first, v) finishes it.
+template <typename Buffer, typename LoadPass, typename FinishPass>
+DSV4_HD DSV4_INLINE void run_pipelined_passes(int32_t rank, int32_t chunks, int32_t pass_stride, int32_t readable,
+                                              Buffer& va, Buffer& vb, const LoadPass& load_pass,
+                                              const FinishPass& finish_pass) {
+  for (int32_t first = rank; first < chunks; first += 2 * pass_stride) {
+    if (first + pass_stride < chunks) load_pass(first + pass_stride, readable, vb);
+    finish_pass(first, va);
+    if (first + pass_stride >= chunks) break;
+    if (first + 2 * pass_stride < chunks) load_pass(first + 2 * pass_stride, readable, va);
+    finish_pass(first + pass_stride, vb);
+  }
+}
+
 // Thread `rank`'s share of token t's row: its chunks (in pass order: i-th = chunk_at(i), i = rank,
-// rank + group_threads, ...), in passes of kChunks, software-pipelined:
-// the first pass's loads are issued before the plan, and each later pass's loads before the
-// pass ahead of it is translated and stored (two register buffers, a and b, taking turns).
+// rank + group_threads, ...), in passes of kChunks (run_pipelined_passes), the first pass's
+// loads issued before the plan.
 // picks: the thread's part of the row's length (local decode).
 struct RowShare {
   RowStart start;
@@ -375,14 +392,7 @@ DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArg
       store_chunk<4>(compressed_out + j0, v[b]);
     }
   };
-  const int32_t readable = count;
-  for (int32_t first = rank; first < compressed_chunks; first += 2 * pass) {
-    if (first + pass < compressed_chunks) load_pass(first + pass, readable, vb);
-    finish_pass(first, va);
-    if (first + pass >= compressed_chunks) break;
-    if (first + 2 * pass < compressed_chunks) load_pass(first + 2 * pass, readable, va);
-    finish_pass(first + pass, vb);
-  }
+  run_pipelined_passes(rank, compressed_chunks, pass, count, va, vb, load_pass, finish_pass);
   // The window: positions swa_start + c for c < swa_len, looked up in the SWA table.
   for (int32_t k = rank; k < window_chunks; k += group_threads) {
     const int32_t c0 = 4 * k;
@@ -451,14 +461,7 @@ DSV4_HD DSV4_INLINE RowShare build_row_share(const MixedSparseIndicesArgs& a, in
     store_minus_one_row<kLanes, kParts>(a, share.start.out, rank, group_threads);
     return share;
   }
-  const int32_t readable = share.plan.compressed_count;
-  for (int32_t first = rank; first < chunks; first += 2 * pass) {
-    if (first + pass < chunks) load_pass(first + pass, readable, vb);
-    finish_pass(first, va);
-    if (first + pass >= chunks) break;
-    if (first + 2 * pass < chunks) load_pass(first + 2 * pass, readable, va);
-    finish_pass(first + pass, vb);
-  }
+  run_pipelined_passes(rank, chunks, pass, share.plan.compressed_count, va, vb, load_pass, finish_pass);
   return share;
 }
 
