@@ -14,7 +14,10 @@ import json
 import os
 import sys
 
-import matplotlib
+try:
+    import matplotlib
+except ImportError:
+    sys.exit("plot_ttft.py: needs matplotlib (pip install matplotlib, or apt-get install python3-matplotlib)")
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402

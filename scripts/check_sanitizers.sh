@@ -24,9 +24,7 @@ export RC_PARAMS=${RC_PARAMS:-max_success=20}
 
 generator=(); command -v ninja >/dev/null && generator=(-G Ninja)
 coverage=${COVERAGE:-ON}
-# -g1: line tables only, enough for the sanitizers' stack traces (file:line), 16 % less
-# compile time per test file than -g.
-cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DDSV4_CUDA=OFF \
+cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Debug -DDSV4_CUDA=OFF \
   -DDSV4_SANITIZERS=address,undefined -DDSV4_COVERAGE="$coverage" >/dev/null
 cmake --build "$build_dir" -j "$jobs" --target reference_tests optimized_tests property_tests cli_tests fuzz_corpus_tests dsv4
 t_build=$(date +%s)

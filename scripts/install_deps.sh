@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs, with apt-get, whichever build dependencies are missing (Debian/Ubuntu, as root).
 set -euo pipefail
+# (Not matplotlib: only bench/plot_ttft.py plots, in the GPU benchmark run; neither README
+# command does, and python3-matplotlib has by far the largest dependency tree of the list.)
 packages=(cmake ninja-build g++ libeigen3-dev librapidcheck-dev libgtest-dev libgmock-dev
-          libbenchmark-dev nlohmann-json3-dev libcli11-dev gcovr python3-numpy python3-matplotlib
+          libbenchmark-dev nlohmann-json3-dev libcli11-dev gcovr python3-numpy
           python3-dev python3-venv)
 missing=()
 for p in "${packages[@]}"; do
