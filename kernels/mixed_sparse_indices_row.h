@@ -320,18 +320,77 @@ DSV4_HD DSV4_INLINE void write_padding_row(const MixedSparseIndicesArgs& a, int3
   if (rank == 0 && RowColumns<kParts>::writes_lens(a)) a.sparse_lens[t] = 0;
 }
 
-// A prefill row of a whole-row build on the fast path (power-of-two blocks, 16-byte chunks, no
-// run-time sizes): the same values, lengths and error counts as the general build_row_share
-// below, in fewer instructions per column (the kernels are issue-bound there: Nsight,
-// bench/results/). Thread `rank` owns compressed chunks rank, rank + group_threads, ... (in
-// passes of kChunks, the next pass's inputs loaded before this one is translated, the first
-// pass's before the plan), then window chunks the same way.
-template <int kChunks>
+// Compressed columns W + j0 .. W + j0 + 3 of a prefill row on the fast path (power-of-two
+// blocks, 16-byte chunks), their inputs in v: -1 past the row's values (compressed_count),
+// translated, stored at compressed_out + j0.
+DSV4_HD DSV4_INLINE void finish_prefill_compressed_chunk(const MixedSparseIndicesArgs& a, const RowPlan& p,
+                                                         int32_t j0, int32_t (&v)[4], int32_t* compressed_out,
+                                                         int32_t* errors) {
+  const int32_t count = p.compressed_count;
+  if (j0 >= count) {  // past the row's values (prefill tokens early in a request)
+    DSV4_UNROLL
+    for (int e = 0; e < 4; ++e) v[e] = -1;
+    store_chunk<4>(compressed_out + j0, v);
+    return;
+  }
+  if (j0 + 4 > count) {  // the chunk that straddles the row's values
+    DSV4_UNROLL
+    for (int e = 0; e < 4; ++e) v[e] = j0 + e < count ? v[e] : -1;
+  }
+  // Consecutive indices in one block (C128A's positions; a C4A indexer's picks rarely
+  // are, and skip the test): one table read for the chunk.
+  const uint32_t u0 = static_cast<uint32_t>(v[0]);
+  const uint32_t block = u0 >> a.compressed.log2_block_size;
+  if (a.ratio != 4 && v[0] >= 0 && static_cast<uint32_t>(v[1]) - u0 == 1u && static_cast<uint32_t>(v[2]) - u0 == 2u &&
+      static_cast<uint32_t>(v[3]) - u0 == 3u && block == static_cast<uint32_t>(v[3]) >> a.compressed.log2_block_size) {
+    a.compressed.lookup_run<4>(p.compressed_table, v[0], block, v, errors);
+  } else {
+    a.compressed.lookup_indices<4>(p.compressed_table, v, errors);
+  }
+  store_chunk<4>(compressed_out + j0, v);
+}
+
+// Thread `rank`'s window chunks (rank, rank + group_threads, ...) of a prefill row on the fast
+// path: positions swa_start + c for c < swa_len, looked up in the SWA table, stored at out + c.
+DSV4_HD DSV4_INLINE void build_prefill_window(const MixedSparseIndicesArgs& a, const RowPlan& p, int32_t* out,
+                                              int32_t rank, int32_t group_threads, int32_t* errors) {
+  for (int32_t k = rank; k < a.window / 4; k += group_threads) {
+    const int32_t c0 = 4 * k;
+    int32_t v[4];
+    const int32_t first = p.swa_start + c0;
+    const uint32_t block = static_cast<uint32_t>(first) >> a.swa.log2_block_size;
+    if (c0 + 4 <= p.swa_len && block == static_cast<uint32_t>(first + 3) >> a.swa.log2_block_size) {
+      a.swa.lookup_run<4>(p.swa_table, first, block, v, errors);
+    } else {
+      DSV4_UNROLL
+      for (int e = 0; e < 4; ++e) v[e] = a.swa.lookup<true>(p.swa_table, first + e, c0 + e < p.swa_len, errors);
+    }
+    store_chunk<4>(out + c0, v);
+  }
+}
+
+// The SPEC §8 parts the fast prefill row below writes: the window [0, W), the compressed
+// columns [W, W + P_cap) (in place, or shifted to column 0 for the split form's segment), or
+// both; every part kernel_args.cpp makes (RowPart) is one of them.
+DSV4_HD DSV4_INLINE bool fast_prefill_part(const MixedSparseIndicesArgs& a) {
+  return (a.first_column == 0 || a.first_column == a.window) && (a.end_column == a.window || a.end_column == a.row_width) &&
+         (a.output_shift == 0 || a.output_shift == a.first_column);
+}
+
+// A prefill row on the fast path (power-of-two blocks, 16-byte chunks, no run-time sizes; with
+// kParts, a fast_prefill_part): the same values, lengths and error counts as the general
+// build_row_share below, in fewer instructions per column (the kernels are issue-bound there:
+// Nsight, bench/results/). Thread `rank` owns compressed chunks rank, rank + group_threads, ...
+// (in passes of kChunks, the next pass's inputs loaded before this one is translated, the
+// first pass's before the plan), then window chunks the same way. A part without compressed
+// columns reads no top-k input.
+template <int kChunks, bool kParts = false>
 DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArgs& a, int32_t t, int32_t rank,
                                                      int32_t group_threads, int32_t* errors) {
+  using Columns = RowColumns<kParts>;
   RowShare share{start_row<RowKinds::kPrefill>(a, t), RowPlan{}, 0};
   const int32_t window_chunks = a.window / 4;
-  const int32_t compressed_chunks = a.row_width / 4 - window_chunks;
+  const int32_t compressed_chunks = Columns::end(a) / 4 - window_chunks;  // written (0: a window part)
   const int32_t pass = kChunks * group_threads;
   const int32_t* in = share.start.compressed_in;
   // Compressed chunk i's input columns 4i.. below `readable` (-1 past them).
@@ -355,58 +414,22 @@ DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArg
   load_pass(rank, min_i32(share.start.compressed_width, 4 * compressed_chunks), va);
   share.plan = plan_row<false>(a, share.start);
   if (!share.plan.request_in_range) {  // unreachable after validation: memory-safe all the same
-    store_minus_one_row<4, false>(a, share.start.out, rank, group_threads);
+    store_minus_one_row<4, kParts>(a, share.start.out, rank, group_threads);
     return share;
   }
   const RowPlan& p = share.plan;
   const int32_t count = p.compressed_count;
   int32_t* out = share.start.out;
-  int32_t* compressed_out = out + a.window;
+  int32_t* compressed_out = out + (a.window - Columns::shift(a));  // column W's place
   const auto finish_pass = [&](int32_t first, int32_t(&v)[kChunks][4]) {
     DSV4_UNROLL
     for (int b = 0; b < kChunks; ++b) {
       const int32_t i = first + b * group_threads;
-      if (i >= compressed_chunks) continue;
-      const int32_t j0 = 4 * i;
-      if (j0 >= count) {  // past the row's values (prefill tokens early in a request)
-        DSV4_UNROLL
-        for (int e = 0; e < 4; ++e) v[b][e] = -1;
-        store_chunk<4>(compressed_out + j0, v[b]);
-        continue;
-      }
-      if (j0 + 4 > count) {  // the chunk that straddles the row's values
-        DSV4_UNROLL
-        for (int e = 0; e < 4; ++e) v[b][e] = j0 + e < count ? v[b][e] : -1;
-      }
-      // Consecutive indices in one block (C128A's positions; a C4A indexer's picks rarely
-      // are, and skip the test): one table read for the chunk.
-      const uint32_t u0 = static_cast<uint32_t>(v[b][0]);
-      const uint32_t block = u0 >> a.compressed.log2_block_size;
-      if (a.ratio != 4 && v[b][0] >= 0 && static_cast<uint32_t>(v[b][1]) - u0 == 1u && static_cast<uint32_t>(v[b][2]) - u0 == 2u &&
-          static_cast<uint32_t>(v[b][3]) - u0 == 3u &&
-          block == static_cast<uint32_t>(v[b][3]) >> a.compressed.log2_block_size) {
-        a.compressed.lookup_run<4>(p.compressed_table, v[b][0], block, v[b], errors);
-      } else {
-        a.compressed.lookup_indices<4>(p.compressed_table, v[b], errors);
-      }
-      store_chunk<4>(compressed_out + j0, v[b]);
+      if (i < compressed_chunks) finish_prefill_compressed_chunk(a, p, 4 * i, v[b], compressed_out, errors);
     }
   };
   run_pipelined_passes(rank, compressed_chunks, pass, count, va, vb, load_pass, finish_pass);
-  // The window: positions swa_start + c for c < swa_len, looked up in the SWA table.
-  for (int32_t k = rank; k < window_chunks; k += group_threads) {
-    const int32_t c0 = 4 * k;
-    int32_t v[4];
-    const int32_t first = p.swa_start + c0;
-    const uint32_t block = static_cast<uint32_t>(first) >> a.swa.log2_block_size;
-    if (c0 + 4 <= p.swa_len && block == static_cast<uint32_t>(first + 3) >> a.swa.log2_block_size) {
-      a.swa.lookup_run<4>(p.swa_table, first, block, v, errors);
-    } else {
-      DSV4_UNROLL
-      for (int e = 0; e < 4; ++e) v[e] = a.swa.lookup<true>(p.swa_table, first + e, c0 + e < p.swa_len, errors);
-    }
-    store_chunk<4>(out + c0, v);
-  }
+  if (Columns::first(a) == 0) build_prefill_window(a, p, out, rank, group_threads, errors);
   return share;
 }
 
@@ -414,8 +437,10 @@ template <bool kPowerOfTwo, bool kVec4, int kChunks, RowKinds kRows = RowKinds::
           bool kParts = true>
 DSV4_HD DSV4_INLINE RowShare build_row_share(const MixedSparseIndicesArgs& a, int32_t t, int32_t rank,
                                              int32_t group_threads, int32_t* errors) {
-  if constexpr (kPowerOfTwo && kVec4 && !kChecked && !kParts && kRows != RowKinds::kDecode) {
-    if (!is_decode_row<kRows>(a, t)) return build_prefill_row_share<kChunks>(a, t, rank, group_threads, errors);
+  if constexpr (kPowerOfTwo && kVec4 && !kChecked && kRows != RowKinds::kDecode) {
+    if (!is_decode_row<kRows>(a, t) && (!kParts || fast_prefill_part(a))) {
+      return build_prefill_row_share<kChunks, kParts>(a, t, rank, group_threads, errors);
+    }
   }
   constexpr int32_t kLanes = kVec4 ? 4 : 1;
   using Columns = RowColumns<kParts>;

@@ -10,12 +10,14 @@
 #include "harness/generators.h"
 #include "harness/hand_cases.h"
 #include "harness/staged_request.h"
+#include "harness/step_factory.h"
 #include "kernels/fast_divider.h"
 #include "kernels/mixed_sparse_indices_policy.h"
 #include "kernels/mixed_sparse_indices_row.h"
 #include "kernels/multi_build.h"
 #include "optimized/host_memory.h"
 #include "optimized/kernel_args.h"
+#include "reference/model_schedule.h"
 #include "reference/sharing_modes.h"
 #include "support/expectations.h"
 
@@ -337,6 +339,73 @@ TEST(RowLogicAsGpuGroups, EveryPartOfRandomBuildsOnEveryPathAndGroup) {
       }
     }
   }
+}
+
+// The fast prefill row (power-of-two blocks, 16-byte rows) builds every SPEC §8 part of
+// production-shaped layers, grouped as the GPU groups them: the prefill rows of a Flash step's
+// SWA-only, C4A and C128A layers (W = 128, top-k 512, blocks of 64 and 256) at the start of a
+// request (partial windows, top-k lengths that end mid-chunk) and after 2,100 tokens of
+// context, beside decode rows; every part kernel_args.cpp makes is one it takes.
+TEST(RowLogicAsGpuGroups, FastPrefillRowBuildsEveryPartOfProductionLayers) {
+  const ref::ModelSchedule flash = ref::deepseek_v4_flash();
+  int32_t first_layer_of[3] = {-1, -1, -1};  // by LayerKind: SWA-only, C4A, C128A
+  for (int32_t layer = 0; layer < flash.num_layers(); ++layer) {
+    int32_t& first = first_layer_of[static_cast<int>(ref::layer_kind_from_ratio(flash.compress_ratios[layer]))];
+    if (first < 0) first = layer;
+  }
+  for (int32_t context : {0, 2100}) {
+    harness::StepShape shape;
+    shape.num_decodes = 3;
+    shape.decode_context = 700;
+    shape.num_prefills = 2;
+    shape.prefill_tokens_each = 37;
+    shape.prefill_context = context;
+    const ref::Step step = harness::make_step(shape);
+    const std::vector<ref::C4aIndexerOutput> c4a = harness::make_c4a_indexer_outputs(step, flash, 11);
+    for (int32_t layer : first_layer_of) {
+      ASSERT_GE(layer, 0);
+      const ref::BuilderInputs in = ref::layer_builder_inputs(step, flash, layer, &c4a[static_cast<size_t>(layer)]);
+      for (RowPart part : {RowPart::kWhole, RowPart::kWindow, RowPart::kCompressed, RowPart::kTail}) {
+        harness::StagedRequest staged(Backend::kHost, in);
+        BuildRequest request = staged.request();
+        request.part = part;
+        std::vector<int32_t> out(static_cast<size_t>(part_output_width(request)) * static_cast<size_t>(request.num_tokens));
+        std::vector<int32_t> lens(static_cast<size_t>(request.num_tokens));
+        const MixedSparseIndicesArgs a = make_mixed_sparse_indices_args(
+            request, BuiltIndices{out.data(), lens.data(), request.num_tokens, part_output_width(request),
+                                  part_output_width(request)},
+            nullptr);
+        ASSERT_TRUE(a.vector_path && a.power_of_two_blocks && fast_prefill_part(a)) << row_part_name(part);
+        for (int32_t group : {1, 16, 64}) {
+          EXPECT_TRUE(part_matches_reference(in, part, group, 2, Path::kAsChosen, {}))
+              << "layer " << layer << " context " << context << " part " << row_part_name(part) << " group " << group;
+        }
+      }
+    }
+  }
+}
+
+// The parts the fast prefill row takes: the window, the compressed columns in place or shifted
+// to column 0, or both; any other column range goes to the general row.
+TEST(RowLogicAsGpuGroups, FastPrefillPartsAreTheWindowTheCompressedColumnsOrBoth) {
+  MixedSparseIndicesArgs a{};
+  a.window = 128;
+  a.row_width = 640;
+  const auto part = [&](int32_t first, int32_t end, int32_t shift) {
+    MixedSparseIndicesArgs b = a;
+    b.first_column = first;
+    b.end_column = end;
+    b.output_shift = shift;
+    return fast_prefill_part(b);
+  };
+  EXPECT_TRUE(part(0, 640, 0));
+  EXPECT_TRUE(part(0, 128, 0));
+  EXPECT_TRUE(part(128, 640, 0));
+  EXPECT_TRUE(part(128, 640, 128));
+  EXPECT_FALSE(part(4, 640, 0));
+  EXPECT_FALSE(part(0, 636, 0));
+  EXPECT_FALSE(part(128, 640, 4));
+  EXPECT_FALSE(part(0, 128, 128));
 }
 
 // SPEC §8 one launch on the host: the multi-build grid CTA by CTA (each CTA's rows built by its
