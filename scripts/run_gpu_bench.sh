@@ -17,6 +17,8 @@
 #   BENCH_BACKEND  cuda (default) or host: host runs the same pipeline on the host backend
 #              (CPU timings; for trying the script on a machine without a GPU; the peer then
 #              prints SKIPPED)
+#   BENCH_TARBALL  a file: every file of OUTDIR and the stage lines (run_gpu_bench_stages.txt)
+#              also packed into it (.tgz), for a device call that brings back at most 8 files
 #   BENCH_PEER on (default), off (no peer stages) or only (build, peer stages and summary
 #              only: for a second device call when the first ran out of time; put the first
 #              run's JSON in OUTDIR beforehand to get the combined summary). The peer needs
@@ -159,4 +161,8 @@ echo
 echo "=== run_gpu_bench: $(( $(date +%s) - t_start ))s total, backend $backend, commit $commit, results in $out ==="
 printf '  %s\n' "${status_lines[@]}"
 ls -l "$out"
+if [ -n "${BENCH_TARBALL:-}" ]; then
+  printf '%s\n' "${status_lines[@]}" > "$out/run_gpu_bench_stages.txt"
+  tar czf "$BENCH_TARBALL" -C "$(dirname "$out")" "$(basename "$out")" || failed=1
+fi
 exit $failed
