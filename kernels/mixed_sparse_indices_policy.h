@@ -15,7 +15,11 @@ struct MixedSparseIndicesPolicy {
   static constexpr int32_t kWarpThreads = 32;
   // Threads per row: a power of two from kMinGroupThreads to kCtaThreads (a whole CTA).
   static constexpr int32_t kMinGroupThreads = 8;
-  // Threads per row for a step of many rows (the sweep's fastest on every prefill shape).
+  // Many narrow rows (at most kNarrowRowPasses passes in groups of kMinGroupThreads: SWA-only,
+  // C128A with E = 128) take those groups; wider rows start at kManyRowsGroupThreads. H200
+  // sweeps, 5 repetitions (bench/results/2026-12-02-h200-policy-sweep): 8 beat 16 by 2-5 %
+  // on SWA-only and C128A prefill 8K, 16 was fastest or level on every wider prefill row.
+  static constexpr int32_t kNarrowRowPasses = 4;
   static constexpr int32_t kManyRowsGroupThreads = 16;
   // Chunks (16 bytes, or one column on the scalar path) a thread handles per pass: all their
   // loads, then all their lookups, then all their stores, the next pass's loads in flight
@@ -25,8 +29,9 @@ struct MixedSparseIndicesPolicy {
   static constexpr int32_t kDefaultChunks = 2;
   static constexpr int32_t kChunkChoices[1] = {2};
   // A step gets groups wide enough for at least this many CTAs per SM (small steps: up to a
-  // CTA per row), so that its rows spread over every SM.
-  static constexpr int32_t kMinCtasPerSm = 2;
+  // CTA per row), so that its rows spread over every SM. (2 widened 1K-token prefills one
+  // step too far: 128 threads a row where 64 were 2-4 % faster, same sweeps.)
+  static constexpr int32_t kMinCtasPerSm = 1;
   // Passes a row may take in the narrowest group before the group widens.
   static constexpr int32_t kMaxPasses = 16;
   // Decode-only steps whose rows have at most this many 16-byte chunks take the decode-chunk
@@ -60,7 +65,8 @@ constexpr bool valid_group_threads(int32_t g) {
 constexpr LaunchShape choose_launch_shape(int32_t num_tokens, int32_t row_chunks, int32_t sm_count,
                                           int32_t chunks = MixedSparseIndicesPolicy::kDefaultChunks) {
   using P = MixedSparseIndicesPolicy;
-  int32_t g = P::kManyRowsGroupThreads;
+  const bool narrow = static_cast<int64_t>(P::kMinGroupThreads) * chunks * P::kNarrowRowPasses >= row_chunks;
+  int32_t g = narrow ? P::kMinGroupThreads : P::kManyRowsGroupThreads;
   while (g < P::kCtaThreads && static_cast<int64_t>(g) * chunks * P::kMaxPasses < row_chunks) g *= 2;
   const int64_t min_ctas = static_cast<int64_t>(sm_count < 1 ? 1 : sm_count) * P::kMinCtasPerSm;
   while (g < P::kCtaThreads &&

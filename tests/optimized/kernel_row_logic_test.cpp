@@ -124,21 +124,29 @@ TEST(LaunchShapePolicy, NarrowGroupsForManyRowsWiderForWideRowsAndForStepsThatCa
   const int32_t c = P::kDefaultChunks;
   const int32_t g = P::kManyRowsGroupThreads;
   const int32_t covered = g * c * P::kMaxPasses;  // chunks the narrowest group takes
-  // Many rows: the narrowest group, as long as a row takes at most kMaxPasses passes.
-  EXPECT_EQ(choose_launch_shape(8192, 32, sms), (LaunchShape{g, c}));  // SWA-only
+  // Many narrow rows (at most kNarrowRowPasses passes in the narrowest group): that group.
+  const int32_t narrow = P::kMinGroupThreads;
+  EXPECT_EQ(choose_launch_shape(8192, 32, sms), (LaunchShape{narrow, c}));  // SWA-only
+  EXPECT_EQ(choose_launch_shape(8192, 64, sms), (LaunchShape{narrow, c}));  // C128A, E = 128
+  EXPECT_EQ(choose_launch_shape(8192, narrow * c * P::kNarrowRowPasses + 1, sms), (LaunchShape{g, c}));
+  // Many rows: kManyRowsGroupThreads, as long as a row takes at most kMaxPasses passes.
   EXPECT_EQ(choose_launch_shape(8192, 160, sms), (LaunchShape{g, c}));  // C4A 512
   EXPECT_EQ(choose_launch_shape(8192, covered, sms), (LaunchShape{g, c}));
   EXPECT_EQ(choose_launch_shape(8192, covered + 1, sms), (LaunchShape{2 * g, c}));
-  EXPECT_EQ(choose_launch_shape(8192, 1, sms, 8), (LaunchShape{g, 8}));
+  EXPECT_EQ(choose_launch_shape(8192, 1, sms, 8), (LaunchShape{narrow, 8}));
   EXPECT_EQ(g, P::kManyRowsGroupThreads);
   EXPECT_EQ(choose_launch_shape(8192, 1 << 30, sms).group_threads, P::kCtaThreads);
   // A step too small for kMinCtasPerSm CTAs per SM at g takes wider groups (more CTAs) until
   // it has them, up to a CTA per row.
   const int32_t rows_per_cta = P::kCtaThreads / g;
   const int32_t enough = sms * P::kMinCtasPerSm * rows_per_cta;
-  EXPECT_EQ(choose_launch_shape(enough, 32, sms).group_threads, g);
-  EXPECT_EQ(choose_launch_shape(enough - rows_per_cta, 32, sms).group_threads, 2 * g);
-  EXPECT_EQ(choose_launch_shape(1024, 160, sms), (LaunchShape{128, c}));  // 512 CTAs
+  EXPECT_EQ(choose_launch_shape(enough, 160, sms).group_threads, g);
+  EXPECT_EQ(choose_launch_shape(enough - rows_per_cta, 160, sms).group_threads, 2 * g);
+  const int32_t enough_narrow = sms * P::kMinCtasPerSm * (P::kCtaThreads / narrow);
+  EXPECT_EQ(choose_launch_shape(enough_narrow, 32, sms).group_threads, narrow);
+  EXPECT_EQ(choose_launch_shape(enough_narrow - P::kCtaThreads / narrow, 32, sms).group_threads, 2 * narrow);
+  EXPECT_EQ(choose_launch_shape(1024, 160, sms), (LaunchShape{64, c}));  // C4A 1K: 256 CTAs
+  EXPECT_EQ(choose_launch_shape(1024, 32, sms), (LaunchShape{64, c}));   // SWA-only 1K
   EXPECT_EQ(choose_launch_shape(64, 32, sms).group_threads, P::kCtaThreads);  // a CTA per row
   EXPECT_EQ(choose_launch_shape(1, 32, sms).group_threads, P::kCtaThreads);
   EXPECT_EQ(choose_launch_shape(0, 32, sms).group_threads, P::kCtaThreads);
