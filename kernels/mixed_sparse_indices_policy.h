@@ -32,7 +32,8 @@ struct MixedSparseIndicesPolicy {
   // CTA per row), so that its rows spread over every SM. (2 widened 1K-token prefills one
   // step too far: 128 threads a row where 64 were 2-4 % faster, same sweeps.)
   static constexpr int32_t kMinCtasPerSm = 1;
-  // Passes a row may take in the narrowest group before the group widens.
+  // Passes a row may take in its starting group (kManyRowsGroupThreads for all but narrow rows)
+  // before the group widens.
   static constexpr int32_t kMaxPasses = 16;
   // Decode-only steps whose rows have at most this many 16-byte chunks take the decode-chunk
   // kernel: a CTA per row (the chunks rounded up to whole warps), a thread per chunk.

@@ -123,7 +123,7 @@ TEST(LaunchShapePolicy, NarrowGroupsForManyRowsWiderForWideRowsAndForStepsThatCa
   const int32_t sms = 132;
   const int32_t c = P::kDefaultChunks;
   const int32_t g = P::kManyRowsGroupThreads;
-  const int32_t covered = g * c * P::kMaxPasses;  // chunks the narrowest group takes
+  const int32_t covered = g * c * P::kMaxPasses;  // chunks a group of kManyRowsGroupThreads takes
   // Many narrow rows (at most kNarrowRowPasses passes in the narrowest group): that group.
   const int32_t narrow = P::kMinGroupThreads;
   EXPECT_EQ(choose_launch_shape(8192, 32, sms), (LaunchShape{narrow, c}));  // SWA-only
@@ -377,12 +377,11 @@ TEST(RowLogicAsGpuGroups, FastPrefillRowBuildsEveryPartOfProductionLayers) {
         harness::StagedRequest staged(Backend::kHost, in);
         BuildRequest request = staged.request();
         request.part = part;
-        std::vector<int32_t> out(static_cast<size_t>(part_output_width(request)) * static_cast<size_t>(request.num_tokens));
+        const int32_t width = part_output_width(request);
+        std::vector<int32_t> out(static_cast<size_t>(width) * static_cast<size_t>(request.num_tokens));
         std::vector<int32_t> lens(static_cast<size_t>(request.num_tokens));
         const MixedSparseIndicesArgs a = make_mixed_sparse_indices_args(
-            request, BuiltIndices{out.data(), lens.data(), request.num_tokens, part_output_width(request),
-                                  part_output_width(request)},
-            nullptr);
+            request, BuiltIndices{out.data(), lens.data(), request.num_tokens, width, width}, nullptr);
         ASSERT_TRUE(a.vector_path && a.power_of_two_blocks && fast_prefill_part(a)) << row_part_name(part);
         for (int32_t group : {1, 16, 64}) {
           EXPECT_TRUE(part_matches_reference(in, part, group, 2, Path::kAsChosen, {}))
