@@ -7,6 +7,10 @@
 // build_bytes.h; pct_of_copy_bw compares it with the device-to-device copy bandwidth
 // measured at the start of the same run (also reported as cuda/copy_bw/d2d_1GiB).
 // cpu/...: the same cases on the host backend (CPU timings, caches warm).
+// cuda/kernel_planned/...: the same build reading the step's token plan (kernels/token_plan.h),
+// as every build of a cached step after its first does (StepIndexCache); cases with prefill
+// rows only (a decode row has no plan entry). The plan is written once, untimed, by a build of
+// the same case.
 // cuda/launch_floor/empty_kernel: the same timing around an empty kernel (1 CTA of 32 threads,
 // cudaLaunchKernel + cudaGetLastError like the builder): device_us is the device floor of any
 // build, host_us the host floor of its launch call. cuda/launch_floor/empty_kernel_args: the
@@ -46,6 +50,7 @@
 #include "bench/keep.h"
 #include "harness/compare_build.h"
 #include "kernels/mixed_sparse_indices_policy.h"
+#include "optimized/backend_buffer.h"
 #include "optimized/cuda_builder.h"
 #include "optimized/step_indexer.h"
 #include "optimized/validation.h"
@@ -65,6 +70,7 @@ struct KernelConfig {
   ref::LayerKind kind;
   std::string case_name;
   kernels::LaunchShape shape{};  // forced launch shape (CUDA); group_threads 0 = the policy's
+  bool planned = false;  // the build reads the step's token plan
   // The staged inputs: the same for every launch shape.
   std::string staging_key() const {
     return std::string(timing_prefix(backend)) + "/" + model + "/" + ref::layer_kind_name(kind) +
@@ -74,7 +80,8 @@ struct KernelConfig {
     return std::to_string(shape.group_threads) + "x" + std::to_string(shape.chunks);
   }
   std::string key() const {
-    return shape.group_threads == 0 ? staging_key() : staging_key() + " shape " + shape_name();
+    return (shape.group_threads == 0 ? staging_key() : staging_key() + " shape " + shape_name()) +
+           (planned ? " planned" : "");
   }
 };
 
@@ -84,6 +91,7 @@ struct StagedLayer {
   std::string key;  // staging_key()
   std::unique_ptr<StagedStep> staged;
   opt::BuildRequest request;
+  opt::BackendBuffer token_plan;  // the step's plan, written by one build at staging
   BuildBytes bytes;
   ref::BuilderOutput want;  // the reference's output
   int32_t width = 0;
@@ -127,12 +135,19 @@ opt::MixedSparseIndicesBuilder& builder(opt::Backend backend, kernels::LaunchSha
 }
 opt::MixedSparseIndicesBuilder& builder(const KernelConfig& cfg) { return builder(cfg.backend, cfg.shape); }
 
+// The request cfg times: the staged one, reading the plan when cfg is planned.
+opt::BuildRequest timed_request(const KernelConfig& cfg, const StagedLayer& s) {
+  opt::BuildRequest r = s.request;
+  if (cfg.planned) r.token_plan = static_cast<const opt::TokenPlanEntry*>(s.token_plan.data());
+  return r;
+}
+
 // Builds once with cfg's builder and compares with the reference (once per config key).
 void verify(const KernelConfig& cfg, StagedLayer& s) {
   if (!s.error.empty() || s.verified.count(cfg.key()) > 0) return;
   opt::MixedSparseIndicesBuilder& b = builder(cfg);
   try {
-    const opt::BuiltIndices built = b.build(s.request);
+    const opt::BuiltIndices built = b.build(timed_request(cfg, s));
     s.width = built.width;
     const harness::HostIndices got = harness::download(cfg.backend, built);
     const int64_t errors = b.take_content_errors();
@@ -172,6 +187,17 @@ StagedLayer& staged_layer(const KernelConfig& cfg) {
       opt::validate_request_shape(current.request);
       current.bytes = build_bytes(ref_inputs);
       current.want = ref::build_mixed_sparse_indices(ref_inputs);
+      if (current.request.num_tokens > current.request.num_decode_tokens) {
+        current.token_plan = opt::BackendBuffer(
+            cfg.backend, static_cast<size_t>(current.request.num_tokens) * sizeof(opt::TokenPlanEntry));
+        opt::BuildRequest writer = current.request;
+        writer.write_token_plan = true;
+        writer.output.token_plan = static_cast<opt::TokenPlanEntry*>(current.token_plan.data());
+        opt::MixedSparseIndicesBuilder& b = builder(cfg.backend);
+        (void)b.build(writer);
+        (void)b.take_content_errors();  // (synchronizes: the plan is written)
+        b.release_outputs();
+      }
     } catch (const std::exception& e) {
       current.error = cfg.key() + ": staging failed: " + e.what();
       return current;
@@ -221,6 +247,7 @@ void BM_kernel(benchmark::State& state, KernelConfig cfg) {
   double device_total = 0, host_total = 0;
   int64_t n = 0;
   bool failed = false;
+  const opt::BuildRequest request = timed_request(cfg, s);
   for (auto _ : state) {
     try {
       if (cuda) {
@@ -229,7 +256,7 @@ void BM_kernel(benchmark::State& state, KernelConfig cfg) {
         timer->start(stream);
       }
       const double t0 = now_us();
-      const opt::BuiltIndices built = b.build(s.request);
+      const opt::BuiltIndices built = b.build(request);
       const double host_us = now_us() - t0;
       keep(built.sparse_indices);
       double device_us = host_us;
@@ -544,6 +571,18 @@ void register_benchmarks(const BackendChoice& backends) {
               ->UseManualTime()
               ->Iterations(cuda ? kCudaIterations : cpu_iterations(c, schedule))
               ->Unit(benchmark::kMicrosecond);
+          const bool prefill_rows = c.shape.num_prefills > 0 && c.shape.prefill_tokens_each > 0;
+          if (cuda && prefill_rows) {  // right after its build: the staged case is reused
+            KernelConfig planned = cfg;
+            planned.planned = true;
+            benchmark::RegisterBenchmark((prefix + "/kernel_planned/" + model + "/" + ref::layer_kind_name(kind) +
+                                          "/" + c.name)
+                                             .c_str(),
+                                         BM_kernel, planned)
+                ->UseManualTime()
+                ->Iterations(kCudaIterations)
+                ->Unit(benchmark::kMicrosecond);
+          }
           if (cuda) {  // right after its build: the staged case is reused
             benchmark::RegisterBenchmark((prefix + "/byte_floor/" + model + "/" + ref::layer_kind_name(kind) +
                                           "/" + c.name)

@@ -22,6 +22,8 @@
 // builds). builder_calls and launches as harness/sharing_plan.h works them out (checked).
 // floor_bytes: the fewest bytes the mode's builds of the step must move (bench/build_bytes.h,
 // each build's part); floor_us: those bytes at the run's device-to-device copy bandwidth (CUDA).
+// --no_token_plan: the per-step cache without its token plan (every prefill row re-reads its
+// request's metadata in every build): the A/B of kernels/token_plan.h.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -149,6 +151,7 @@ struct Run {
   StepFloors floors;                   // of the staged step
   std::string staging_error;
   bool programmatic_launch = true;  // off: --no_programmatic_launch
+  bool token_plan = true;           // the cache's per-step token plan; off: --no_token_plan
   double copy_gbps = 0;             // the run's device-to-device copy bandwidth (CUDA)
   void tear_down() {
     staged.reset();
@@ -158,6 +161,13 @@ struct Run {
 Run& run() {
   static Run r;
   return r;
+}
+
+opt::CacheOptions cache_options(const StepVariant& v) {
+  opt::CacheOptions options;
+  options.enabled = v.cached;
+  options.share_token_plan = run().token_plan;
+  return options;
 }
 
 opt::MixedSparseIndicesBuilder& builder(opt::Backend backend) {
@@ -214,7 +224,7 @@ StepTiming run_step(const StepConfig& cfg, const StagedStep& s, double head_star
   }
   StepTiming out;
   const double t0 = now_us();
-  opt::StepIndexer indexer(b, s.staged->inputs(), opt::CacheOptions{cfg.variant.cached, false}, cfg.variant.mode);
+  opt::StepIndexer indexer(b, s.staged->inputs(), cache_options(cfg.variant), cfg.variant.mode);
   index_every_layer(indexer, s, cfg.variant);
   out.host_us = now_us() - t0;
   out.device_us = out.host_us;
@@ -235,7 +245,7 @@ StepTiming run_step_wall(const StepConfig& cfg, const StagedStep& s, CompletionE
   bench_device().stream->synchronize();
   StepTiming out;
   const double t0 = now_us();
-  opt::StepIndexer indexer(b, s.staged->inputs(), opt::CacheOptions{cfg.variant.cached, false}, cfg.variant.mode);
+  opt::StepIndexer indexer(b, s.staged->inputs(), cache_options(cfg.variant), cfg.variant.mode);
   index_every_layer(indexer, s, cfg.variant);
   done->record(stream);
   done->wait();
@@ -513,6 +523,7 @@ BenchProgram bench_program() {
   // step's builds so that each overlaps the tail of the one before): the comparison.
   p.take_flags = [](int* argc, char** argv) {
     run().programmatic_launch = !take_flag(argc, argv, "--no_programmatic_launch");
+    run().token_plan = !take_flag(argc, argv, "--no_token_plan");  // the A/B of the per-step token plan
   };
   p.start = [](const BackendChoice& backends) {
     std::printf("step_bench: targets (H200): Flash %s cached <= %.0f us, Pro <= %.0f us, "
@@ -520,6 +531,7 @@ BenchProgram bench_program() {
                 "tail <= %.0f us, Pro split <= %.0f us\n",
                 kTargetCase, kFlashTargetUs, kProTargetUs, kFlashSplitTargetUs, kFlashTailTargetUs, kProSplitTargetUs);
     benchmark::AddCustomContext("dsv4_programmatic_launch", run().programmatic_launch ? "on" : "off");
+    benchmark::AddCustomContext("dsv4_token_plan", run().token_plan ? "on" : "off");
     if (backends.cuda) {  // the byte floors' bandwidth
       const CopyBandwidth copy = measure_copy_bandwidth(size_t{1} << 30, 9, bench_device().stream->get());
       run().copy_gbps = copy.median_gbps;

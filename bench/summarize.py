@@ -210,26 +210,34 @@ def kernel_section(doc, lines, targets, floor_notes, peer=None, peer_ctx=None):
                                          "(bench_inputs), output checked equal to the reference; "
                                          "ratio = peer us / ours (> 1: ours is faster)"))
     lines.append("")
-    kernels, byte_floors = [], {}
+    kernels, byte_floors, planned = [], {}, {}
     for name, r in runs.items():
         parts = name.split("/")
         if len(parts) == 5 and parts[1] == "kernel":
             kernels.append((parts[0], parts[2], parts[3], parts[4], r))
+        if len(parts) == 5 and parts[1] == "kernel_planned" and "error" not in r:
+            planned["/".join(parts[2:])] = r
         if len(parts) == 5 and parts[1] == "byte_floor" and "error" not in r:
             byte_floors["/".join(parts[2:])] = r
     if byte_floors:
         lines.append("- byte floor: a streaming kernel moving exactly the build's bytes (16-byte words, "
                      "the fastest of 1, 2 or 4 per thread), timed like a build: what those bytes take at best "
                      "as measured; of floor = floor us / ours (1.00: at the floor)")
+    if planned:
+        lines.append("- planned: the same build reading the step's token plan (request, position per prefill "
+                     "token; kernels/token_plan.h), as every build of a cached step after its first does; "
+                     "its inputs are 4 bytes per prefill token more than the byte floor counts")
     # The peer columns only where there are peer results: the table is unchanged otherwise.
     peer_cols = peer is not None
     floor_cols = bool(byte_floors)
+    planned_cols = bool(planned)
     if kernels:
         lines.append("| timing | model | kind | case | device us | GB/s | % copy BW | host us |"
                      + (" floor us | of floor |" if floor_cols else "")
-                     + (" peer us | ratio |" if peer_cols else ""))
+                     + (" peer us | ratio |" if peer_cols else "")
+                     + (" planned us | planned ratio |" if planned_cols else ""))
         lines.append("|---|---|---|---|---:|---:|---:|---:|" + ("---:|---:|" if floor_cols else "")
-                     + ("---:|---:|" if peer_cols else ""))
+                     + ("---:|---:|" if peer_cols else "") + ("---:|---:|" if planned_cols else ""))
         kernels.sort(key=lambda k: (k[0], k[1], KIND_ORDER.get(k[2], 9),
                                     CASE_ORDER.index(k[3]) if k[3] in CASE_ORDER else 99))
         for prefix, model, kind, case, r in kernels:
@@ -242,9 +250,16 @@ def kernel_section(doc, lines, targets, floor_notes, peer=None, peer_ctx=None):
                 p = peer.get(f"{model}/{kind}/{case}", {}) if prefix == "cuda" else {}
                 p_us = p.get("device_us") if p.get("matches_reference") else None
                 extra += f" {fmt(p_us, 2)} | {fmt(ratio(p_us, r.get('device_us')), 2)} |"
+            if planned_cols:
+                # planned ratio: the peer's us over the planned build's where the peer ran, else
+                # the plain build's over it.
+                pl_us = planned.get(f"{model}/{kind}/{case}", {}).get("device_us") if prefix == "cuda" else None
+                over = p_us if peer_cols else r.get("device_us")
+                extra += f" {fmt(pl_us, 2)} | {fmt(ratio(over, pl_us), 2)} |"
             if "error" in r:
                 lines.append(f"| {prefix} | {model} | {kind} | {case} | ERROR: {r['error']} | | | |"
-                             + (" | |" if floor_cols else "") + (" | |" if peer_cols else ""))
+                             + (" | |" if floor_cols else "") + (" | |" if peer_cols else "")
+                             + (" | |" if planned_cols else ""))
                 continue
             lines.append(f"| {prefix} | {model} | {kind} | {case} | {fmt(r.get('device_us'), 2)} | "
                          f"{fmt(r.get('GBps'))} | {fmt(r.get('pct_of_copy_bw'))} | "
@@ -258,6 +273,9 @@ def kernel_section(doc, lines, targets, floor_notes, peer=None, peer_ctx=None):
                 floor_note = f", byte floor {fmt(f_us, 2)} us" if f_us is not None else ""
                 targets.append((f"{model} {kind} {case} build, device{floor_note}", prefix,
                                 r.get("device_us"), KERNEL_TARGETS_US[key]))
+                if key in planned:
+                    targets.append((f"{model} {kind} {case} build reading the token plan, device{floor_note}",
+                                    prefix, planned[key].get("device_us"), KERNEL_TARGETS_US[key]))
         # The host backend's build() is the whole build: the launch-cost target is CUDA's.
         for prefix in sorted({k[0] for k in kernels} & {"cuda"}):
             hosts = [(k[4].get("host_us"), k) for k in kernels if k[0] == prefix and "host_us" in k[4]]
@@ -482,25 +500,26 @@ def graph_section(runs, lines, targets, steps=None, peer=None):
         lines.append("")
 
 
-def launch_overlap_section(on_doc, off_doc, lines):
-    """Cached steps with programmatic dependent launch (step_bench's default) against the same
-    steps launched plainly (step_bench --no_programmatic_launch), same run."""
+def step_ab_section(on_doc, off_doc, lines, title, off_note, paths=("cached",)):
+    """Cached steps as step_bench runs them by default (on) against the same steps with one
+    feature off (off_doc: another step_bench run of the same process), per step variant."""
     def cached(doc):
-        return {key: paths["cached"] for key, paths in step_runs(collapse(doc)).items()
-                if "cached" in paths and "error" not in paths["cached"]}
+        return {(key, path): runs[path] for key, runs in step_runs(collapse(doc)).items()
+                for path in paths if path in runs and "error" not in runs[path]}
     on, off = cached(on_doc), cached(off_doc)
-    keys = sorted(set(on) & set(off), key=lambda k: (k[0], k[1], CASE_ORDER.index(k[2]) if k[2] in CASE_ORDER else 99))
+    keys = sorted(set(on) & set(off), key=lambda k: (k[0][0], k[0][1], CASE_ORDER.index(k[0][2])
+                                                      if k[0][2] in CASE_ORDER else 99, k[1]))
     if not keys:
         return
-    lines.append("### Step: programmatic dependent launch on (default) vs off\n")
-    lines.append("- cached steps; off = step_bench --no_programmatic_launch in the same run; device and wall us "
-                 "as above; gain = (off - on) / off\n")
-    lines.append("| timing | model | case | device us off | device us on | gain (device) | wall us off | "
+    lines.append(f"### Step: {title} on (default) vs off\n")
+    lines.append(f"- {off_note}; device and wall us as above; gain = (off - on) / off\n")
+    lines.append("| timing | model | case | step | device us off | device us on | gain (device) | wall us off | "
                  "wall us on | gain (wall) |")
-    lines.append("|---|---|---|---:|---:|---:|---:|---:|---:|")
+    lines.append("|---|---|---|---|---:|---:|---:|---:|---:|---:|")
     for key in keys:
         a, b = off[key], on[key]
-        lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {fmt(a.get('device_us'))} | {fmt(b.get('device_us'))} | "
+        (prefix, model, case), path = key
+        lines.append(f"| {prefix} | {model} | {case} | {path} | {fmt(a.get('device_us'))} | {fmt(b.get('device_us'))} | "
                      f"{fmt(saved_pct(a.get('device_us'), b.get('device_us')))} % | {fmt(a.get('wall_us'))} | "
                      f"{fmt(b.get('wall_us'))} | {fmt(saved_pct(a.get('wall_us'), b.get('wall_us')))} % |")
     lines.append("")
@@ -621,11 +640,18 @@ def main():
                 errors.append((fname, "unreadable (truncated by a killed run?)"))
             else:
                 errors += section(doc, lines, targets, floor_notes, *peers[fname])
-    on_path, off_path = (os.path.join(args.dir, f) for f in ("step_bench.json", "step_bench_no_pdl.json"))
-    if os.path.exists(on_path) and os.path.exists(off_path):
-        on_doc, off_doc = load(on_path), load(off_path)
-        if on_doc is not None and off_doc is not None:
-            launch_overlap_section(on_doc, off_doc, lines)
+    on_path = os.path.join(args.dir, "step_bench.json")
+    for off_file, title, off_note, paths in (
+            ("step_bench_no_pdl.json", "programmatic dependent launch",
+             "off = step_bench --no_programmatic_launch in the same run", ("cached",)),
+            ("step_bench_no_plan.json", "per-step token plan",
+             "off = step_bench --no_token_plan in the same run (every prefill row of every build reads its "
+             "request's metadata)", ("cached", "split", "tail"))):
+        off_path = os.path.join(args.dir, off_file)
+        if os.path.exists(on_path) and os.path.exists(off_path):
+            on_doc, off_doc = load(on_path), load(off_path)
+            if on_doc is not None and off_doc is not None:
+                step_ab_section(on_doc, off_doc, lines, title, off_note, paths)
     ttft_path = os.path.join(args.dir, "ttft.json")
     if os.path.exists(ttft_path):
         found += 1

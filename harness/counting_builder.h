@@ -1,7 +1,8 @@
 // A decorator that counts build() calls and forwards everything to the wrapped builder (which
 // it does not own): how the harness checks SPEC §5's call counts without touching the builders.
 // It also counts the builds of each SPEC §8 row part, which tell the modes apart where their
-// call counts agree (a tail-only step builds as many as the seed's, but tails).
+// call counts agree (a tail-only step builds as many as the seed's, but tails), and the builds
+// that write and that read the step's token plan.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -20,14 +21,14 @@ class CountingBuilder final : public opt::MixedSparseIndicesBuilder {
   opt::BuiltIndices build(const opt::BuildRequest& request) override {
     ++build_calls_;
     ++launches_;
-    ++part_builds_[static_cast<size_t>(request.part)];
+    count(request);
     return inner_.build(request);
   }
   // SPEC §8 one launch: `count` builds, one call.
   void build_together(const opt::BuildRequest* requests, int count, opt::BuiltIndices* out) override {
     build_calls_ += count;
     ++launches_;
-    for (int i = 0; i < count; ++i) ++part_builds_[static_cast<size_t>(requests[i].part)];
+    for (int i = 0; i < count; ++i) this->count(requests[i]);
     inner_.build_together(requests, count, out);
   }
   int64_t take_content_errors() override { return inner_.take_content_errors(); }
@@ -42,13 +43,27 @@ class CountingBuilder final : public opt::MixedSparseIndicesBuilder {
   int64_t launches() const { return launches_; }  // build() and build_together() calls
   int64_t releases() const { return releases_; }
   int64_t builds_of(opt::RowPart part) const { return part_builds_[static_cast<size_t>(part)]; }
+  int64_t token_plan_writes() const { return plan_writes_; }
+  int64_t token_plan_reads() const { return plan_reads_; }
+  const opt::TokenPlanEntry* last_token_plan_read() const { return last_plan_read_; }
 
  private:
+  void count(const opt::BuildRequest& request) {
+    ++part_builds_[static_cast<size_t>(request.part)];
+    plan_writes_ += request.write_token_plan ? 1 : 0;
+    if (request.token_plan != nullptr) {
+      ++plan_reads_;
+      last_plan_read_ = request.token_plan;
+    }
+  }
   opt::MixedSparseIndicesBuilder& inner_;
   std::array<int64_t, 4> part_builds_{};  // by RowPart: whole, window, compressed, tail
   int64_t build_calls_ = 0;
   int64_t launches_ = 0;
   int64_t releases_ = 0;
+  int64_t plan_writes_ = 0;
+  int64_t plan_reads_ = 0;
+  const opt::TokenPlanEntry* last_plan_read_ = nullptr;
 };
 
 // Builder calls one step of `schedule` needs through the per-step cache (SPEC §5): one per

@@ -108,6 +108,8 @@ DSV4_HD DSV4_INLINE bool resolve_run_time_sizes(MixedSparseIndicesArgs& a) {
   a.num_tokens = fit ? s.num_tokens : 0;
   a.num_decode_tokens = fit ? s.num_decode_tokens : 0;
   a.num_requests = fit ? s.num_requests : 0;
+  a.token_plan_in = nullptr;  // host-sized builds only (a plan's rows are the step's T)
+  a.token_plan_out = nullptr;
   return fit;
 }
 

@@ -8,6 +8,7 @@
 #include "kernels/fast_divider.h"
 #include "kernels/host_device.h"
 #include "kernels/step_sizes.h"
+#include "kernels/token_plan.h"
 
 namespace dsv4::kernels {
 
@@ -196,6 +197,12 @@ struct MixedSparseIndicesArgs {
   const int32_t* query_start_loc;  // R+1
   const int32_t* seq_lens;         // R
   const int32_t* token_to_req;     // T
+  // The per-step token plan (token_plan.h; host-sized builds only): rows [D, T) of
+  // token_plan_in give each prefill row's request and position in place of token_to_req,
+  // query_start_loc and seq_lens; the build writes each prefill row's entry to token_plan_out.
+  // Either may be null.
+  const TokenPlanEntry* token_plan_in;
+  TokenPlanEntry* token_plan_out;
 
   BlockTableView swa;
   BlockTableView compressed;  // the SWA table when the request gives none

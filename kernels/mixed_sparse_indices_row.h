@@ -6,9 +6,11 @@
 // together. The host backend runs a row as a group of one.
 //
 // A row in three steps, in the order that overlaps memory latencies:
-//   start_row   what t alone gives (token_to_req[t] is loaded, not yet used), then the loads
-//               of the first pass's input columns, which need t only;
-//   plan_row    the request's metadata: position, window and top-k lengths, table rows;
+//   start_row   what t alone gives (token_to_req[t], or a prefill row's token plan entry, is
+//               loaded, not yet used), then the loads of the first pass's input columns, which
+//               need t only;
+//   plan_row    the request's metadata: position (from the plan when there is one: no further
+//               read), window and top-k lengths, table rows;
 //   finish_chunk / store_chunk per chunk, and row_length for sparse_lens[t].
 //
 // Memory: every read stays inside the inputs (rows t < D of the decode tensors, row t - D of
@@ -34,6 +36,7 @@ namespace dsv4::kernels {
 struct RowStart {
   int32_t token;
   int32_t request;               // token_to_req[t] as loaded; plan_row checks its range
+  int32_t position;              // prefill with a.token_plan_in: the plan's position (else unset)
   bool decode;
   const int32_t* window_in;      // decode: the token's decode_swa_indices row
   const int32_t* compressed_in;  // decode: decode_compressed row; prefill: prefill_topk row
@@ -50,6 +53,7 @@ struct RowPlan {
   // the checks: the row is written -1
   bool request_in_range;
   bool translate_compressed;     // prefill, or a local-form decode row
+  int32_t position;              // prefill: pos(t) (SPEC §2), what the token plan records
   int32_t swa_start;             // prefill: position of window column 0
   int32_t swa_len;               // prefill
   int32_t topk_len;              // prefill
@@ -76,8 +80,14 @@ DSV4_HD DSV4_INLINE RowStart start_row(const MixedSparseIndicesArgs& a, int32_t 
   RowStart s{};
   s.token = t;
   s.out = a.sparse_indices + static_cast<int64_t>(t) * a.output_stride;
-  s.request = load_input(a.token_to_req + t);
   s.decode = is_decode_row<kRows>(a, t);
+  if (!s.decode && a.token_plan_in != nullptr) {
+    const TokenPlanEntry e = load_plan_entry(a.token_plan_in + t);
+    s.request = e.request;
+    s.position = e.position;
+  } else {
+    s.request = load_input(a.token_to_req + t);
+  }
   if (s.decode) {
     s.window_in = a.decode_swa_indices + static_cast<int64_t>(t) * a.decode_swa_stride;
     s.compressed_in = a.decode_width > 0
@@ -100,15 +110,20 @@ DSV4_HD DSV4_INLINE RowStart start_row(const MixedSparseIndicesArgs& a, int32_t 
   return s;
 }
 
-// What a prefill row's columns share, from its request's query range and seq_len.
-DSV4_HD DSV4_INLINE void plan_prefill(const MixedSparseIndicesArgs& a, const RowStart& s, int32_t begin, int32_t end,
-                                      int32_t seq_len, RowPlan& p) {
+// pos(t) = seq_lens[r] - query length + offset in the request (SPEC §2).
+DSV4_HD DSV4_INLINE int32_t prefill_position(int32_t t, int32_t begin, int32_t end, int32_t seq_len) {
+  return seq_len - (end - begin) + (t - begin);
+}
+
+// What a prefill row's columns share, from its position. (Memory-safe for any position, as a
+// token plan entry may hold: no overflow, and lookups check their blocks.)
+DSV4_HD DSV4_INLINE void plan_prefill(const MixedSparseIndicesArgs& a, int32_t position, RowPlan& p) {
   p.translate_compressed = true;
-  // pos(t) = seq_lens[r] - query length + offset in the request (SPEC §2).
-  const int32_t position = seq_len - (end - begin) + (s.token - begin);
-  p.swa_len = min_i32(position + 1, a.window);
+  p.position = position;
+  const int32_t next = position < INT32_MAX ? position + 1 : INT32_MAX;
+  p.swa_len = min_i32(next, a.window);
   p.swa_start = position - p.swa_len + 1;
-  p.topk_len = min_i32((position + 1) / a.ratio, a.topk);
+  p.topk_len = min_i32(next / a.ratio, a.topk);
   p.compressed_count = min_i32(p.topk_len, a.prefill_width);
 }
 
@@ -126,7 +141,7 @@ DSV4_HD DSV4_INLINE RowPlan plan_row(const MixedSparseIndicesArgs& a, const RowS
     p.request_in_range = row_metadata_valid(a, s.token, s.decode, begin, end, seq_len, s.decode_length_input);
     if (!p.request_in_range) return p;
     if (!s.decode) {
-      plan_prefill(a, s, begin, end, seq_len, p);
+      plan_prefill(a, prefill_position(s.token, begin, end, seq_len), p);
       return p;
     }
   }
@@ -136,9 +151,13 @@ DSV4_HD DSV4_INLINE RowPlan plan_row(const MixedSparseIndicesArgs& a, const RowS
     return p;
   }
   if constexpr (!kChecked) {
-    const int32_t begin = load_input(a.query_start_loc + s.request);
-    const int32_t end = load_input(a.query_start_loc + s.request + 1);
-    plan_prefill(a, s, begin, end, load_input(a.seq_lens + s.request), p);
+    if (a.token_plan_in != nullptr) {
+      plan_prefill(a, s.position, p);
+    } else {
+      const int32_t begin = load_input(a.query_start_loc + s.request);
+      const int32_t end = load_input(a.query_start_loc + s.request + 1);
+      plan_prefill(a, prefill_position(s.token, begin, end, load_input(a.seq_lens + s.request)), p);
+    }
   }
   return p;
 }
@@ -490,14 +509,19 @@ DSV4_HD DSV4_INLINE RowShare build_row_share(const MixedSparseIndicesArgs& a, in
   return share;
 }
 
-// The row's length and (unchecked) its one error for an out-of-range request: by the group's
-// rank 0 once the group's picks are summed. A checked row that is not built is a structural
-// failure, reported by the status (metadata_checks.h), not a content error.
+// The row's length, (unchecked) its one error for an out-of-range request and its token plan
+// entry (a prefill row, when asked; an out-of-range request is recorded as it is, so that a
+// build reading the plan fails the row the same way): by the group's rank 0 once the group's
+// picks are summed. A checked row that is not built is a structural failure, reported by the
+// status (metadata_checks.h), not a content error.
 template <bool kChecked = false, bool kParts = true>
 DSV4_HD DSV4_INLINE void finish_row(const MixedSparseIndicesArgs& a, const RowShare& share,
                                     int32_t picks, int32_t* errors) {
   if (RowColumns<kParts>::writes_lens(a)) {
     a.sparse_lens[share.start.token] = row_length(a, share.start, share.plan, picks) - RowColumns<kParts>::length_offset(a);
+  }
+  if (!kChecked && a.token_plan_out != nullptr && !share.start.decode) {
+    a.token_plan_out[share.start.token] = TokenPlanEntry{share.start.request, share.plan.position};
   }
   if (!kChecked && !share.plan.request_in_range) ++*errors;
 }

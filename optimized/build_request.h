@@ -4,12 +4,14 @@
 #include <cstdint>
 
 #include "kernels/step_sizes.h"
+#include "kernels/token_plan.h"
 
 namespace dsv4::opt {
 
 using kernels::MetadataCheck;
 using kernels::MetadataStatus;
 using kernels::StepSizes;
+using kernels::TokenPlanEntry;
 
 // Row-major int32 matrix view; rows x cols, row r starts at data + r * row_stride.
 struct Int32Matrix {
@@ -36,6 +38,9 @@ struct OutputView {
   int32_t* sparse_indices = nullptr;  // null: the builder's workspace
   int64_t row_stride = 0;
   int32_t* sparse_lens = nullptr;
+  // With write_token_plan: T entries, 8-byte aligned (null: the workspace, which needs
+  // sparse_indices null too).
+  TokenPlanEntry* token_plan = nullptr;
 };
 
 // SPEC §8: which part of every combined row [0, W + P_cap) a build writes. A mode is this
@@ -90,6 +95,15 @@ struct BuildRequest {
   MetadataStatus* status = nullptr;
   // SPEC §8 (host-sized steps only: no run-time sizes, no padding rows).
   RowPart part = RowPart::kWhole;
+  // The per-step token plan (kernels/token_plan.h; host-sized steps only). token_plan: T
+  // entries (8-byte aligned) that an earlier build of this step wrote, over the same
+  // query_start_loc, seq_lens and token_to_req: each prefill row takes its request and
+  // position from there instead (one dependent read instead of two). A plan of another step
+  // gives wrong indices, never a read outside the inputs. write_token_plan: the build writes
+  // the plan of its prefill rows [D, T) to output.token_plan, or to its workspace
+  // (BuiltIndices::token_plan).
+  const TokenPlanEntry* token_plan = nullptr;
+  bool write_token_plan = false;
 };
 
 // Host copies of the step's structural metadata: what the once-per-step validation reads.
@@ -107,6 +121,7 @@ struct BuiltIndices {
   int32_t num_tokens = 0;             // rows: T_cap
   int32_t width = 0;                  // W + P_cap
   int64_t row_stride = 0;             // elements
+  TokenPlanEntry* token_plan = nullptr;  // the plan the build wrote (write_token_plan), else null
 };
 
 // P = round_up(max(topk, Kd), 4).

@@ -29,11 +29,25 @@ const char* row_part_name(RowPart part) {
   return "unknown";
 }
 
+void check_token_plans_together(const BuildRequest* requests, int count) {
+  for (int i = 0; i < count; ++i) {
+    for (int j = 0; j < count; ++j) {
+      if (requests[i].token_plan != nullptr && requests[j].write_token_plan &&
+          requests[i].token_plan == requests[j].output.token_plan) {
+        throw std::invalid_argument("build_together: request " + std::to_string(i) +
+                                    "'s token_plan is what request " + std::to_string(j) +
+                                    " writes (builds of one call run at once: build the plan first)");
+      }
+    }
+  }
+}
+
 void MixedSparseIndicesBuilder::build_together(const BuildRequest* requests, int count, BuiltIndices* out) {
   if (count > kMaxBuildsTogether) {
     throw std::invalid_argument("build_together: " + std::to_string(count) + " requests, at most " +
                                 std::to_string(kMaxBuildsTogether));
   }
+  check_token_plans_together(requests, count);
   for (int i = 0; i < count; ++i) out[i] = build(requests[i]);
 }
 

@@ -25,6 +25,9 @@ enum class Backend : uint8_t { kHost, kCuda };
 
 inline constexpr int kMaxBuildsTogether = kernels::kMaxBuildsPerLaunch;
 const char* backend_name(Backend backend);  // "host", "cuda"
+// std::invalid_argument when a request of one build_together call reads the token plan another
+// writes (they run at once).
+void check_token_plans_together(const BuildRequest* requests, int count);
 // std::invalid_argument unless chains >= 1 (begin_recording's argument).
 void check_recording_chains(int32_t chains);
 

@@ -72,6 +72,7 @@ class CudaBuilder final : public MixedSparseIndicesBuilder {
       throw std::invalid_argument("build_together: " + std::to_string(count) + " requests, expected 1 to " +
                                   std::to_string(kMaxBuildsTogether));
     }
+    check_token_plans_together(requests, count);
     kernels::MixedSparseIndicesArgs args[kMaxBuildsTogether];
     for (int i = 0; i < count; ++i) {
       out[i] = place(requests[i]);

@@ -52,6 +52,8 @@ kernels::MixedSparseIndicesArgs make_mixed_sparse_indices_args(const BuildReques
   a.query_start_loc = r.query_start_loc;
   a.seq_lens = r.seq_lens;
   a.token_to_req = r.token_to_req;
+  a.token_plan_in = r.token_plan;
+  a.token_plan_out = r.write_token_plan ? out.token_plan : nullptr;
   a.swa = table_view(r.swa);
   a.compressed = has_compressed_cache(r) ? table_view(r.compressed) : a.swa;
   a.power_of_two_blocks = a.swa.power_of_two && a.compressed.power_of_two;
@@ -91,6 +93,13 @@ OutputLayout output_layout(const BuildRequest& request) {
   layout.lens_offset_bytes = (index_bytes + 255) / 256 * 256;
   layout.total_bytes =
       layout.lens_offset_bytes + static_cast<size_t>(layout.num_tokens) * sizeof(int32_t);
+  if (request.write_token_plan && request.output.token_plan != nullptr) {
+    layout.caller_token_plan = request.output.token_plan;
+  } else if (request.write_token_plan) {
+    layout.token_plan_offset_bytes = (layout.total_bytes + 255) / 256 * 256;
+    layout.total_bytes =
+        layout.token_plan_offset_bytes + static_cast<size_t>(request.num_tokens) * sizeof(TokenPlanEntry);
+  }
   if (layout.num_tokens == 0) layout.total_bytes = 0;
   return layout;
 }
@@ -100,10 +109,14 @@ BuiltIndices place_outputs(const OutputLayout& layout, void* memory) {
   out.num_tokens = layout.num_tokens;
   out.width = layout.width;
   out.row_stride = layout.width;
+  out.token_plan = layout.caller_token_plan;
   if (memory == nullptr) return out;
   char* base = static_cast<char*>(memory);
   out.sparse_indices = reinterpret_cast<int32_t*>(base);
   out.sparse_lens = reinterpret_cast<int32_t*>(base + layout.lens_offset_bytes);
+  if (layout.token_plan_offset_bytes != 0) {
+    out.token_plan = reinterpret_cast<TokenPlanEntry*>(base + layout.token_plan_offset_bytes);
+  }
   return out;
 }
 
@@ -114,6 +127,7 @@ BuiltIndices caller_outputs(const BuildRequest& request) {
   out.num_tokens = output_rows(request);
   out.width = part_output_width(request);
   out.row_stride = request.output.row_stride;
+  out.token_plan = request.write_token_plan ? request.output.token_plan : nullptr;
   return out;
 }
 

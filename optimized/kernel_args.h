@@ -16,11 +16,15 @@ kernels::MixedSparseIndicesArgs make_mixed_sparse_indices_args(const BuildReques
 
 // One build's outputs inside one arena allocation: sparse_indices (T_cap x width, dense), then
 // sparse_lens (T_cap) at the next 256-byte boundary (allocated for every part: a window build
-// makes the buffer that tail builds write their lengths into).
+// makes the buffer that tail builds write their lengths into), then the token plan it writes.
 struct OutputLayout {
   int32_t num_tokens = 0;
   int32_t width = 0;  // part_output_width: W + P_cap, or P_cap for a split compressed segment
   size_t lens_offset_bytes = 0;
+  // write_token_plan: the caller's output.token_plan, or T entries at token_plan_offset_bytes
+  // (the next 256-byte boundary); else null and 0.
+  TokenPlanEntry* caller_token_plan = nullptr;
+  size_t token_plan_offset_bytes = 0;
   size_t total_bytes = 0;  // 0 when T == 0
 };
 OutputLayout output_layout(const BuildRequest& request);

@@ -98,10 +98,38 @@ const StepIndexCache::Entry* StepIndexCache::find(const CacheKey& key) const {
   return nullptr;
 }
 
+BuildRequest StepIndexCache::with_token_plan(const BuildRequest& request, bool may_write) const {
+  BuildRequest r = request;
+  const bool plannable = options_.share_token_plan && r.run_time_sizes == nullptr && r.token_plan == nullptr &&
+                         !r.write_token_plan && r.num_tokens > r.num_decode_tokens;
+  if (!plannable) return r;
+  if (plan_.entries == nullptr) {
+    r.write_token_plan = may_write && r.output.sparse_indices == nullptr;  // into the workspace
+  } else if (plan_.query_start_loc == r.query_start_loc && plan_.seq_lens == r.seq_lens &&
+             plan_.token_to_req == r.token_to_req && plan_.num_tokens == r.num_tokens &&
+             plan_.num_decode_tokens == r.num_decode_tokens) {
+    r.token_plan = plan_.entries;
+  }
+  return r;
+}
+
+void StepIndexCache::remember_token_plan(const BuildRequest& sent, const BuiltIndices& built) {
+  if (!sent.write_token_plan || plan_.entries != nullptr || built.token_plan == nullptr) return;
+  plan_ = TokenPlan{built.token_plan, sent.query_start_loc, sent.seq_lens, sent.token_to_req, sent.num_tokens,
+                    sent.num_decode_tokens};
+}
+
+BuiltIndices StepIndexCache::build(const BuildRequest& request) {
+  const BuildRequest sent = with_token_plan(request, true);
+  const BuiltIndices built = builder_.build(sent);
+  remember_token_plan(sent, built);
+  return built;
+}
+
 BuiltIndices StepIndexCache::get_or_build(LayerKind kind, const BuildRequest& request, int32_t index_source) {
   throw_if_ended(kind);
   if (!options_.enabled || !is_cacheable(kind, index_source)) {
-    const BuiltIndices built = builder_.build(request);
+    const BuiltIndices built = build(request);
     ++builder_calls_;
     ++launches_;
     return built;
@@ -112,7 +140,7 @@ BuiltIndices StepIndexCache::get_or_build(LayerKind kind, const BuildRequest& re
     if (options_.verify_on_hit) verify_hit(*entry, request);
     return entry->built;
   }
-  const BuiltIndices built = builder_.build(request);
+  const BuiltIndices built = build(request);
   ++builder_calls_;
   ++launches_;
   entries_.push_back(Entry{key, request, built});
@@ -148,10 +176,13 @@ void StepIndexCache::build_together(const LayerBuild* builds, int count, BuiltIn
       if (built_as[i] >= 0) continue;
     }
     built_as[i] = fresh;
-    requests[fresh++] = b.request;
+    // One call's builds run at once: only the first may write the plan, none reads it then.
+    requests[fresh] = with_token_plan(b.request, fresh == 0);
+    ++fresh;
   }
   if (fresh > 0) {
     builder_.build_together(requests, fresh, built);
+    remember_token_plan(requests[0], built[0]);
     builder_calls_ += fresh;
     ++launches_;
   }
@@ -173,6 +204,7 @@ void StepIndexCache::end_step() {
   if (ended_) return;
   ended_ = true;
   entries_.clear();
+  plan_ = TokenPlan{};
   builder_.release_outputs();
 }
 

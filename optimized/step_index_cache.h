@@ -13,6 +13,11 @@ namespace dsv4::opt {
 struct CacheOptions {
   bool enabled = true;         // false: every call builds (the uncached baseline)
   bool verify_on_hit = false;  // debugging engines: rebuild on every hit and compare
+  // The per-step token plan (kernels/token_plan.h): the step's first host-sized build of
+  // prefill rows into the workspace writes it, the step's later host-sized builds over the
+  // same metadata read it (one dependent read less per prefill row). Requests that name a
+  // plan themselves are passed through as they are.
+  bool share_token_plan = true;
 };
 
 // Everything that may legitimately differ between two same-kind layers of one step.
@@ -101,6 +106,20 @@ class StepIndexCache {
   CacheOptions options_;
   std::vector<Entry> entries_;  // a handful per step: linear search beats hashing
   void verify_hit(const Entry& entry, const BuildRequest& request);
+  // The step's token plan: where it is and the metadata it was made from (entries null: none
+  // yet).
+  struct TokenPlan {
+    const TokenPlanEntry* entries = nullptr;
+    const int32_t* query_start_loc = nullptr;
+    const int32_t* seq_lens = nullptr;
+    const int32_t* token_to_req = nullptr;
+    int32_t num_tokens = 0, num_decode_tokens = 0;
+  };
+  TokenPlan plan_;
+  // `request` as this cache sends it: reading the step's plan, or (`may_write`, none yet) writing it.
+  BuildRequest with_token_plan(const BuildRequest& request, bool may_write) const;
+  void remember_token_plan(const BuildRequest& sent, const BuiltIndices& built);
+  BuiltIndices build(const BuildRequest& request);
   const Entry* find(const CacheKey& key) const;
   void throw_if_ended(LayerKind kind) const;
 

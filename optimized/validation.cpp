@@ -139,6 +139,29 @@ bool part_ok(Checks& check, const BuildRequest& r) {
   return true;
 }
 
+// The per-step token plan: host-sized steps, 8-byte entries, the written plan somewhere and
+// never the one read.
+bool token_plan_ok(Checks& check, const BuildRequest& r) {
+  const auto misaligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % alignof(TokenPlanEntry) != 0; };
+  if (r.run_time_sizes != nullptr && (r.token_plan != nullptr || r.write_token_plan)) {
+    return check.fail(r.token_plan != nullptr ? "token_plan" : "write_token_plan",
+                      " is given with run_time_sizes (a token plan covers a host-sized step's T rows)");
+  }
+  if (misaligned(r.token_plan)) return check.fail("token_plan is not 8-byte aligned");
+  if (r.output.token_plan != nullptr && !r.write_token_plan) {
+    return check.fail("output.token_plan is given without write_token_plan");
+  }
+  if (misaligned(r.output.token_plan)) return check.fail("output.token_plan is not 8-byte aligned");
+  if (r.write_token_plan && r.output.sparse_indices != nullptr && r.output.token_plan == nullptr &&
+      r.num_tokens > 0) {
+    return check.fail("write_token_plan with caller-owned outputs needs output.token_plan (it is null)");
+  }
+  if (r.token_plan != nullptr && r.token_plan == r.output.token_plan) {
+    return check.fail("token_plan and output.token_plan are the same memory (a build would read the plan it writes)");
+  }
+  return true;
+}
+
 bool request_shape_ok(Checks& check, const BuildRequest& r) {
   if (!(at_least(check, "window", r.window, 1) && at_least(check, "ratio", r.ratio, 1) &&
         at_least(check, "topk", r.topk, 0) && at_least(check, "num_requests R", r.num_requests, 0) &&
@@ -181,7 +204,7 @@ bool request_shape_ok(Checks& check, const BuildRequest& r) {
         matrix_ok(check, "prefill_topk", r.prefill_topk,
                   r.run_time_sizes != nullptr ? r.prefill_topk.rows : int64_t{r.num_tokens} - r.num_decode_tokens,
                   "T - D", r.prefill_topk.cols, "Kp") &&
-        engine_fields_ok(check, r) && part_ok(check, r))) {
+        engine_fields_ok(check, r) && part_ok(check, r) && token_plan_ok(check, r))) {
     return false;
   }
 

@@ -22,19 +22,6 @@ DSV4_ON_EVERY_BACKEND(RowParts);
 
 constexpr RowPart kParts[] = {RowPart::kWhole, RowPart::kWindow, RowPart::kCompressed, RowPart::kTail};
 
-// `request` with `part`; a tail build writes into `buffer` (rows W + P_cap wide), made here.
-opt::BuildRequest with_part(opt::BuildRequest request, RowPart part, opt::BackendBuffer& buffer) {
-  request.part = part;
-  if (part == RowPart::kTail) {
-    const int64_t stride = opt::output_width(request);
-    const auto rows = static_cast<size_t>(opt::output_rows(request));
-    buffer = opt::BackendBuffer(buffer.backend(), (rows * static_cast<size_t>(stride) + rows + 1) * sizeof(int32_t));
-    auto* base = static_cast<int32_t*>(buffer.data());
-    request.output = opt::OutputView{base, stride, base + rows * static_cast<size_t>(stride)};
-  }
-  return request;
-}
-
 void expect_parts_like_reference(opt::MixedSparseIndicesBuilder& builder, uint64_t first_seed, int count,
                                  const harness::BuildLimits& limits = {}) {
   for (uint64_t seed = first_seed; seed < first_seed + static_cast<uint64_t>(count); ++seed) {

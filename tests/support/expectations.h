@@ -13,6 +13,7 @@
 #include "harness/compare_build.h"
 #include "harness/differential.h"
 #include "harness/staged_request.h"
+#include "optimized/backend_buffer.h"
 #include "optimized/validation.h"
 #include "reference/sharing_modes.h"
 
@@ -23,6 +24,20 @@ inline ::testing::AssertionResult no_mismatch(const std::vector<harness::Mismatc
   ::testing::AssertionResult failure = ::testing::AssertionFailure();
   for (const harness::Mismatch& m : found) failure << harness::format_mismatch(m) << "\n";
   return failure;
+}
+
+// `request` with SPEC §8 part `part`; a tail build writes into `buffer` (rows W + P_cap wide),
+// made here.
+inline opt::BuildRequest with_part(opt::BuildRequest request, opt::RowPart part, opt::BackendBuffer& buffer) {
+  request.part = part;
+  if (part == opt::RowPart::kTail) {
+    const int64_t stride = opt::output_width(request);
+    const auto rows = static_cast<size_t>(opt::output_rows(request));
+    buffer = opt::BackendBuffer(buffer.backend(), (rows * static_cast<size_t>(stride) + rows + 1) * sizeof(int32_t));
+    auto* base = static_cast<int32_t*>(buffer.data());
+    request.output = opt::OutputView{base, stride, base + rows * static_cast<size_t>(stride)};
+  }
+  return request;
 }
 
 // A differential summary without mismatch; else its full report.
