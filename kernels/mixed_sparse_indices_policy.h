@@ -9,8 +9,15 @@ struct MixedSparseIndicesPolicy {
   static constexpr int32_t kCtaThreads = 256;
   // Register cap (__launch_bounds__ min blocks) by chunks per pass: the most CTAs per SM whose
   // registers hold two passes' loads without spilling (1 -> 48 registers, 2 -> 64, 4 -> 80).
+  // (DSV4_MIN_CTAS_PER_SM, a compile definition, replaces it for every chunk count: register-cap
+  // trials only, bench/results/2026-12-02-h200-register-cap-trial.)
   static constexpr int32_t min_ctas_per_sm(int32_t chunks) {
+#if defined(DSV4_MIN_CTAS_PER_SM)
+    (void)chunks;
+    return DSV4_MIN_CTAS_PER_SM;
+#else
     return chunks <= 1 ? 5 : chunks <= 2 ? 4 : chunks <= 4 ? 3 : 2;
+#endif
   }
   static constexpr int32_t kWarpThreads = 32;
   // Threads per row: a power of two from kMinGroupThreads to kCtaThreads (a whole CTA).
