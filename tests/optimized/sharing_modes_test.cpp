@@ -17,6 +17,7 @@
 #include "support/assertions.h"
 #include "support/backend_test.h"
 #include "support/expectations.h"
+#include "support/step_shapes.h"
 
 namespace dsv4::testing {
 namespace {
@@ -43,15 +44,8 @@ class SharingModesTest : public BackendTest {
   void SetUp() override {
     BackendTest::SetUp();
     if (IsSkipped()) return;
-    harness::StepShape shape;
-    shape.num_decodes = 3;
-    shape.decode_tokens_each = 2;
-    shape.decode_context = 900;
-    shape.num_prefills = 2;
-    shape.prefill_tokens_each = 9;
-    shape.prefill_context = 700;
     case_.schedule = ref::deepseek_v4_flash();
-    case_.step = harness::make_step(shape);
+    case_.step = harness::make_step(small_mixed_shape());
     case_.c4a_per_layer = harness::make_c4a_indexer_outputs(case_.step, case_.schedule, 3);
     stage(case_);
   }

@@ -18,6 +18,7 @@
 #include "optimized/step_indexer.h"
 #include "support/backend_test.h"
 #include "support/expectations.h"
+#include "support/step_shapes.h"
 
 namespace dsv4::testing {
 namespace {
@@ -28,18 +29,6 @@ DSV4_ON_EVERY_BACKEND(StepIndexerTest);
 // job (Debug + ASan, 30-100 s each there) leaves them out.
 using LargeStepTest = BackendTest;
 DSV4_ON_EVERY_BACKEND(LargeStepTest);
-
-harness::StepShape small_mixed_shape(uint64_t seed) {
-  harness::StepShape shape;
-  shape.num_decodes = 3;
-  shape.decode_tokens_each = 2;  // speculative decoding
-  shape.decode_context = 900;
-  shape.num_prefills = 2;
-  shape.prefill_tokens_each = 9;
-  shape.prefill_context = 700;
-  shape.seed = seed;
-  return shape;
-}
 
 // The first `layers` layers of a schedule (Flash: SWA, SWA, C4A, C128A, C4A, C128A; Pro:
 // C128A x2, C4A, ...): every kind and the cache hits, at a fraction of the cost.

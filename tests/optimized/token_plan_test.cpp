@@ -19,6 +19,7 @@
 #include "optimized/step_indexer.h"
 #include "support/backend_test.h"
 #include "support/expectations.h"
+#include "support/step_shapes.h"
 
 namespace dsv4::testing {
 namespace {
@@ -278,18 +279,6 @@ TEST_P(TokenPlan, BuildTogetherRefusesToReadAPlanItWrites) {
   builder().release_outputs();
 }
 
-harness::StepShape mixed_step(uint64_t seed) {
-  harness::StepShape shape;
-  shape.num_decodes = 3;
-  shape.decode_tokens_each = 2;
-  shape.decode_context = 900;
-  shape.num_prefills = 2;
-  shape.prefill_tokens_each = 9;
-  shape.prefill_context = 700;
-  shape.seed = seed;
-  return shape;
-}
-
 // A step through the per-layer entry point: the first build writes the plan into the workspace,
 // every build of a later launch reads it (the builds launched with the writer run with it, so
 // they read nothing); decode-only steps and share_token_plan = false use none; the next step
@@ -299,7 +288,7 @@ TEST_P(TokenPlan, AStepsFirstBuildWritesThePlanItsLaterBuildsRead) {
   for (opt::SharingMode mode : {opt::SharingMode::kSeed, opt::SharingMode::kSplit, opt::SharingMode::kTailOnly}) {
     for (bool share : {true, false}) {
       for (bool decode_only : {false, true}) {
-        harness::StepShape shape = mixed_step(31);
+        harness::StepShape shape = small_mixed_shape(31);
         if (decode_only) shape.num_prefills = 0;
         const ref::Step step = harness::make_step(shape);
         const harness::BackendStep staged(backend(), step, schedule,
