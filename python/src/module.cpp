@@ -237,13 +237,14 @@ nb::tuple build(int32_t window, int32_t ratio, int32_t topk, nb::handle decode_s
 class PyStepIndexer {
  public:
   PyStepIndexer(std::vector<int32_t> compress_ratios, int32_t window, int32_t c4a_topk, bool cache, bool verify_on_hit,
-                size_t workspace_bytes)
+                bool token_plan, size_t workspace_bytes)
       : ratios_(std::move(compress_ratios)), window_(window), c4a_topk_(c4a_topk), workspace_bytes_(workspace_bytes) {
     for (int32_t ratio : ratios_) {  // ValueError on an unknown ratio
       if (opt::layer_kind_from_ratio(ratio) == opt::LayerKind::kC128A) has_c128a_layers_ = true;
     }
     options_.enabled = cache;
     options_.verify_on_hit = verify_on_hit;
+    options_.share_token_plan = token_plan;
   }
 
   void begin_step(nb::handle query_start_loc, nb::handle seq_lens, nb::handle token_to_req, nb::handle swa_block_table,
@@ -650,13 +651,16 @@ tensors: host memory -> host backend, CUDA -> the CUDA backend on the step's str
 Outputs are views of the builder's workspace: they stay valid as long as Python references
 them, also after end_step(); the memory of a step is reused only when the step has ended and
 none of its arrays is referenced any more (then the next step reuses it: no allocation).)doc")
-      .def(nb::init<std::vector<int32_t>, int32_t, int32_t, bool, bool, size_t>(), "compress_ratios"_a, nb::kw_only(),
-           "window"_a = 128, "c4a_topk"_a = 512, "cache"_a = true, "verify_on_hit"_a = false,
-           "workspace_bytes"_a = size_t{64} << 20,
+      .def(nb::init<std::vector<int32_t>, int32_t, int32_t, bool, bool, bool, size_t>(), "compress_ratios"_a,
+           nb::kw_only(), "window"_a = 128, "c4a_topk"_a = 512, "cache"_a = true, "verify_on_hit"_a = false,
+           "token_plan"_a = true, "workspace_bytes"_a = size_t{64} << 20,
            R"doc(compress_ratios: one per layer (0 or 1: SWA-only, 4: C4A, 128: C128A; others raise
 ValueError), e.g. reference.deepseek_v4_flash()['compress_ratios']. window: W. c4a_topk: the
 top-k of C4A layers (the indexer output may have fewer columns). cache=False builds every layer
 (the uncached baseline); verify_on_hit=True rebuilds on every hit and raises on a difference.
+token_plan=False: every build reads its prefill rows' request metadata itself (by default the
+step's first build of prefill rows works out each prefill token's request and position once,
+and the later builds read that: one dependent read less per row on the GPU; same outputs).
 workspace_bytes: the initial size of each CUDA builder's output workspace (it grows on demand).)doc")
       .def("begin_step", &PyStepIndexer::begin_step, nb::kw_only(), "query_start_loc"_a, "seq_lens"_a, "token_to_req"_a,
            "swa_block_table"_a, "swa_block_size"_a, "decode_swa_indices"_a = nb::none(), "decode_valid"_a = nb::none(),

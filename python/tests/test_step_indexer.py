@@ -68,7 +68,7 @@ def test_schedule_steps_equal_reference(name, seed):
 
 
 @pytest.mark.parametrize("name", ["flash", "pro"])
-def test_uncached_builds_every_layer(name):
+def test_uncached_verified_and_unplanned_steps_equal_reference(name):
     schedule = SCHEDULES[name]
     rng = np.random.default_rng(5)
     step = random_step(rng)
@@ -76,7 +76,10 @@ def test_uncached_builds_every_layer(name):
     uncached = dsv4_indices.StepIndexer(schedule["compress_ratios"], cache=False, c4a_topk=schedule["c4a_topk"])
     verified = dsv4_indices.StepIndexer(schedule["compress_ratios"], verify_on_hit=True,
                                         c4a_topk=schedule["c4a_topk"])
-    for indexer, calls in ((uncached, {"flash": 43, "pro": 61}[name]), (verified, {"flash": 23, "pro": 31}[name])):
+    # Without the per-step token plan: the same outputs and builds.
+    unplanned = dsv4_indices.StepIndexer(schedule["compress_ratios"], token_plan=False, c4a_topk=schedule["c4a_topk"])
+    cached = {"flash": 23, "pro": 31}[name]
+    for indexer, calls in ((uncached, {"flash": 43, "pro": 61}[name]), (verified, cached), (unplanned, cached)):
         outputs, errors = run_step(indexer, schedule, step, c4a)
         assert indexer.builder_calls == calls
         check_against_reference(schedule, step, c4a, outputs, errors)
