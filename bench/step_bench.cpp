@@ -22,8 +22,10 @@
 // builds). builder_calls and launches as harness/sharing_plan.h works them out (checked).
 // floor_bytes: the fewest bytes the mode's builds of the step must move (bench/build_bytes.h,
 // each build's part); floor_us: those bytes at the run's device-to-device copy bandwidth (CUDA).
-// --no_token_plan: the per-step cache without its token plan (every prefill row re-reads its
-// request's metadata in every build): the A/B of kernels/token_plan.h.
+// .../cached_no_plan, .../split_no_plan, .../tail_no_plan (cases with prefill rows): the same
+// steps through a cache without its per-step token plan (every prefill row of every build reads
+// its request's metadata), registered right after the case's other steps: the in-process A/B
+// of kernels/token_plan.h. --no_token_plan: every step without it.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -34,6 +36,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "bench/bench_cases.h"
 #include "bench/bench_main.h"
@@ -65,15 +68,17 @@ struct StepConfig {
   std::string model;
   std::string case_name;
   StepVariant variant;
+  bool token_plan = true;  // false: the cache without its per-step token plan (.../<variant>_no_plan)
   std::string staging_key() const {
     return std::string(timing_prefix(backend)) + "/" + model + "/" + case_name;
   }
   // uncached, cached (the seed's names, unchanged), cached_one_launch, split, tail, ..._one_launch
   std::string variant_name() const {
+    const std::string plan = token_plan ? "" : "_no_plan";
     if (variant.cached && variant.mode == opt::SharingMode::kSeed) {
-      return variant.one_launch ? "cached_one_launch" : "cached";
+      return (variant.one_launch ? "cached_one_launch" : "cached") + plan;
     }
-    return variant.mode_name();
+    return variant.mode_name() + plan;
   }
   std::string name() const {
     return std::string(timing_prefix(backend)) + "/step/" + model + "/" + case_name + "/" + variant_name();
@@ -81,7 +86,7 @@ struct StepConfig {
 };
 
 double target_us(const StepConfig& cfg) {
-  if (!cfg.variant.cached || cfg.case_name != kTargetCase) return 0;
+  if (!cfg.variant.cached || !cfg.token_plan || cfg.case_name != kTargetCase) return 0;
   const bool flash = cfg.model == "flash", pro = cfg.model == "pro";
   switch (cfg.variant.mode) {
     case opt::SharingMode::kSeed:
@@ -163,10 +168,10 @@ Run& run() {
   return r;
 }
 
-opt::CacheOptions cache_options(const StepVariant& v) {
+opt::CacheOptions cache_options(const StepConfig& cfg) {
   opt::CacheOptions options;
-  options.enabled = v.cached;
-  options.share_token_plan = run().token_plan;
+  options.enabled = cfg.variant.cached;
+  options.share_token_plan = cfg.token_plan && run().token_plan;
   return options;
 }
 
@@ -224,7 +229,7 @@ StepTiming run_step(const StepConfig& cfg, const StagedStep& s, double head_star
   }
   StepTiming out;
   const double t0 = now_us();
-  opt::StepIndexer indexer(b, s.staged->inputs(), cache_options(cfg.variant), cfg.variant.mode);
+  opt::StepIndexer indexer(b, s.staged->inputs(), cache_options(cfg), cfg.variant.mode);
   index_every_layer(indexer, s, cfg.variant);
   out.host_us = now_us() - t0;
   out.device_us = out.host_us;
@@ -245,7 +250,7 @@ StepTiming run_step_wall(const StepConfig& cfg, const StagedStep& s, CompletionE
   bench_device().stream->synchronize();
   StepTiming out;
   const double t0 = now_us();
-  opt::StepIndexer indexer(b, s.staged->inputs(), cache_options(cfg.variant), cfg.variant.mode);
+  opt::StepIndexer indexer(b, s.staged->inputs(), cache_options(cfg), cfg.variant.mode);
   index_every_layer(indexer, s, cfg.variant);
   done->record(stream);
   done->wait();
@@ -501,8 +506,16 @@ void register_benchmarks(const BackendChoice& backends) {
   for (opt::Backend backend : backends.list()) {
     for (const BenchCase& c : bench_cases()) {
       for (const std::string& model : model_names()) {
-        for (const StepVariant& variant : variants) {
-          const StepConfig cfg{backend, model, c.name, variant};
+        std::vector<StepConfig> configs;
+        for (const StepVariant& variant : variants) configs.push_back(StepConfig{backend, model, c.name, variant});
+        // The per-step token plan's A/B in the same process, right after the steps with it:
+        // the cached seed, split and tail-only steps of cases with prefill rows, without it.
+        if (c.shape.num_prefills > 0 && c.shape.prefill_tokens_each > 0) {
+          for (const StepVariant& variant : variants) {
+            if (variant.cached && !variant.one_launch) configs.push_back(StepConfig{backend, model, c.name, variant, false});
+          }
+        }
+        for (const StepConfig& cfg : configs) {
           benchmark::RegisterBenchmark(cfg.name().c_str(), BM_step, cfg)
               ->UseManualTime()
               ->Iterations(backend == opt::Backend::kCuda ? kCudaIterations

@@ -500,13 +500,15 @@ def graph_section(runs, lines, targets, steps=None, peer=None):
         lines.append("")
 
 
-def step_ab_section(on_doc, off_doc, lines, title, off_note, paths=("cached",)):
+def cached_steps(doc, paths, suffix=""):
+    """{((timing, model, case), path): run} of step_bench's runs <path><suffix> without error."""
+    return {(key, path): runs[path + suffix] for key, runs in step_runs(collapse(doc)).items()
+            for path in paths if path + suffix in runs and "error" not in runs[path + suffix]}
+
+
+def step_ab_section(on, off, lines, title, off_note):
     """Cached steps as step_bench runs them by default (on) against the same steps with one
-    feature off (off_doc: another step_bench run of the same process), per step variant."""
-    def cached(doc):
-        return {(key, path): runs[path] for key, runs in step_runs(collapse(doc)).items()
-                for path in paths if path in runs and "error" not in runs[path]}
-    on, off = cached(on_doc), cached(off_doc)
+    feature off, per step variant: on and off as cached_steps() gives them."""
     keys = sorted(set(on) & set(off), key=lambda k: (k[0][0], k[0][1], CASE_ORDER.index(k[0][2])
                                                       if k[0][2] in CASE_ORDER else 99, k[1]))
     if not keys:
@@ -641,17 +643,30 @@ def main():
             else:
                 errors += section(doc, lines, targets, floor_notes, *peers[fname])
     on_path = os.path.join(args.dir, "step_bench.json")
-    for off_file, title, off_note, paths in (
-            ("step_bench_no_pdl.json", "programmatic dependent launch",
-             "off = step_bench --no_programmatic_launch in the same run", ("cached",)),
-            ("step_bench_no_plan.json", "per-step token plan",
-             "off = step_bench --no_token_plan in the same run (every prefill row of every build reads its "
-             "request's metadata)", ("cached", "split", "tail"))):
-        off_path = os.path.join(args.dir, off_file)
-        if os.path.exists(on_path) and os.path.exists(off_path):
-            on_doc, off_doc = load(on_path), load(off_path)
-            if on_doc is not None and off_doc is not None:
-                step_ab_section(on_doc, off_doc, lines, title, off_note, paths)
+    on_doc = load(on_path) if os.path.exists(on_path) else None
+
+    def other_run(fname):
+        path = os.path.join(args.dir, fname)
+        return load(path) if os.path.exists(path) else None
+    if on_doc is not None:
+        off_doc = other_run("step_bench_no_pdl.json")
+        if off_doc is not None:
+            step_ab_section(cached_steps(on_doc, ("cached",)), cached_steps(off_doc, ("cached",)), lines,
+                            "programmatic dependent launch",
+                            "off = step_bench --no_programmatic_launch in the same run")
+        plan_paths = ("cached", "split", "tail")
+        in_process = cached_steps(on_doc, plan_paths, "_no_plan")
+        off_doc = other_run("step_bench_no_plan.json")  # runs before the in-process variants
+        if in_process:
+            step_ab_section(cached_steps(on_doc, plan_paths), in_process, lines, "per-step token plan",
+                            "off = the same steps without it (step_bench's .../<step>_no_plan, timed in the same "
+                            "process right after the case's other steps; every prefill row of every build reads "
+                            "its request's metadata)")
+        elif off_doc is not None:
+            step_ab_section(cached_steps(on_doc, plan_paths), cached_steps(off_doc, plan_paths), lines,
+                            "per-step token plan",
+                            "off = step_bench --no_token_plan in the same run (every prefill row of every "
+                            "build reads its request's metadata)")
     ttft_path = os.path.join(args.dir, "ttft.json")
     if os.path.exists(ttft_path):
         found += 1

@@ -4,9 +4,10 @@
 # Configures and builds Release with CUDA (sm_90), then runs kernel_bench, step_bench and
 # ttft_report, then the Triton peer on the same inputs (bench_inputs exports them into the
 # build folder, bench/peer/run_peer.py checks and times the peer), plots the TTFT gains and
-# summarises everything into OUTDIR (11 files: nvidia-smi.txt kernel_bench.json
-# step_bench.json step_bench_no_pdl.json step_bench_no_plan.json ttft.json ttft.md ttft.png
-# peer_kernel.json peer_step.json summary.md).
+# summarises everything into OUTDIR (10 files: nvidia-smi.txt kernel_bench.json
+# step_bench.json step_bench_no_pdl.json ttft.json ttft.md ttft.png peer_kernel.json
+# peer_step.json summary.md). (step_bench times the per-step token plan's A/B itself: its
+# .../<step>_no_plan steps.)
 # Environment:
 #   DEPS       a folder holding usr/include and usr/lib/x86_64-linux-gnu/cmake or usr/share/cmake
 #              (headers/configs carried to the device: RapidCheck, nlohmann_json, CLI11 -> CLI11_DIR
@@ -126,10 +127,6 @@ if [ "$peer" != only ]; then
   if [ "$backend" = cuda ]; then
     stage step_bench_no_pdl 60 "$bin/step_bench" "${gbench[@]}" --no_programmatic_launch \
       --benchmark_filter=/cached/ --benchmark_out="$out/step_bench_no_pdl.json"
-    # The cached prefill steps in every mode without the per-step token plan: what it gains,
-    # same run.
-    stage step_bench_no_plan 60 "$bin/step_bench" "${gbench[@]}" --no_token_plan \
-      --benchmark_filter='/prefill[^/]*/(cached|split|tail)/' --benchmark_out="$out/step_bench_no_plan.json"
   fi
   # Both stand-ins (busy-wait, streaming) x rest 100/500/2000 us x 3 reps x (the uncached
   # step + the cached one in each of the 3 SPEC §8 modes): ~110 s of stand-in time at the
