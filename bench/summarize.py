@@ -656,7 +656,7 @@ def main():
                             "off = step_bench --no_programmatic_launch in the same run")
         plan_paths = ("cached", "split", "tail")
         in_process = cached_steps(on_doc, plan_paths, "_no_plan")
-        off_doc = other_run("step_bench_no_plan.json")  # runs before the in-process variants
+        off_doc = other_run("step_bench_no_plan.json")  # a second run: results from before the in-process steps
         if in_process:
             step_ab_section(cached_steps(on_doc, plan_paths), in_process, lines, "per-step token plan",
                             "off = the same steps without it (step_bench's .../<step>_no_plan, timed in the same "
