@@ -19,6 +19,8 @@ struct BenchCase {
   std::string name;  // e.g. "prefill8K_ctx120K"
   std::string description;
   harness::StepShape shape;
+  // Whether the step has prefill rows (the rows a token plan covers).
+  bool has_prefill_rows() const { return shape.num_prefills > 0 && shape.prefill_tokens_each > 0; }
 };
 
 // The cases of issues 3 and 10: decode-only (64 and 256 decodes at 8K and 32K), prefill-only

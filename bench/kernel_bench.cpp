@@ -91,7 +91,7 @@ struct StagedLayer {
   std::string key;  // staging_key()
   std::unique_ptr<StagedStep> staged;
   opt::BuildRequest request;
-  opt::BackendBuffer token_plan;  // the step's plan, written by one build at staging
+  opt::BackendBuffer token_plan;  // the step's plan, written by one build when a planned config first needs it
   BuildBytes bytes;
   ref::BuilderOutput want;  // the reference's output
   int32_t width = 0;
@@ -134,6 +134,20 @@ opt::MixedSparseIndicesBuilder& builder(opt::Backend backend, kernels::LaunchSha
   return *b;
 }
 opt::MixedSparseIndicesBuilder& builder(const KernelConfig& cfg) { return builder(cfg.backend, cfg.shape); }
+
+// Writes the staged step's token plan once, untimed, for the planned configs (with the
+// backend's policy builder; synchronized).
+void write_token_plan(const KernelConfig& cfg, StagedLayer& s) {
+  if (s.token_plan.data() != nullptr) return;
+  s.token_plan = opt::BackendBuffer(cfg.backend, static_cast<size_t>(s.request.num_tokens) * sizeof(opt::TokenPlanEntry));
+  opt::BuildRequest writer = s.request;
+  writer.write_token_plan = true;
+  writer.output.token_plan = static_cast<opt::TokenPlanEntry*>(s.token_plan.data());
+  opt::MixedSparseIndicesBuilder& b = builder(cfg.backend);
+  (void)b.build(writer);
+  (void)b.take_content_errors();  // (synchronizes: the plan is written)
+  b.release_outputs();
+}
 
 // The request cfg times: the staged one, reading the plan when cfg is planned.
 opt::BuildRequest timed_request(const KernelConfig& cfg, const StagedLayer& s) {
@@ -187,19 +201,16 @@ StagedLayer& staged_layer(const KernelConfig& cfg) {
       opt::validate_request_shape(current.request);
       current.bytes = build_bytes(ref_inputs);
       current.want = ref::build_mixed_sparse_indices(ref_inputs);
-      if (current.request.num_tokens > current.request.num_decode_tokens) {
-        current.token_plan = opt::BackendBuffer(
-            cfg.backend, static_cast<size_t>(current.request.num_tokens) * sizeof(opt::TokenPlanEntry));
-        opt::BuildRequest writer = current.request;
-        writer.write_token_plan = true;
-        writer.output.token_plan = static_cast<opt::TokenPlanEntry*>(current.token_plan.data());
-        opt::MixedSparseIndicesBuilder& b = builder(cfg.backend);
-        (void)b.build(writer);
-        (void)b.take_content_errors();  // (synchronizes: the plan is written)
-        b.release_outputs();
-      }
     } catch (const std::exception& e) {
       current.error = cfg.key() + ": staging failed: " + e.what();
+      return current;
+    }
+  }
+  if (cfg.planned && current.error.empty()) {  // the plan its builds read, once per staged case
+    try {
+      write_token_plan(cfg, current);
+    } catch (const std::exception& e) {
+      current.error = cfg.key() + ": writing the token plan failed: " + e.what();
       return current;
     }
   }
@@ -571,8 +582,7 @@ void register_benchmarks(const BackendChoice& backends) {
               ->UseManualTime()
               ->Iterations(cuda ? kCudaIterations : cpu_iterations(c, schedule))
               ->Unit(benchmark::kMicrosecond);
-          const bool prefill_rows = c.shape.num_prefills > 0 && c.shape.prefill_tokens_each > 0;
-          if (cuda && prefill_rows) {  // right after its build: the staged case is reused
+          if (cuda && c.has_prefill_rows()) {  // right after its build: the staged case is reused
             KernelConfig planned = cfg;
             planned.planned = true;
             benchmark::RegisterBenchmark((prefix + "/kernel_planned/" + model + "/" + ref::layer_kind_name(kind) +

@@ -510,7 +510,7 @@ void register_benchmarks(const BackendChoice& backends) {
         for (const StepVariant& variant : variants) configs.push_back(StepConfig{backend, model, c.name, variant});
         // The per-step token plan's A/B in the same process, right after the steps with it:
         // the cached seed, split and tail-only steps of cases with prefill rows, without it.
-        if (c.shape.num_prefills > 0 && c.shape.prefill_tokens_each > 0) {
+        if (c.has_prefill_rows()) {
           for (const StepVariant& variant : variants) {
             if (variant.cached && !variant.one_launch) configs.push_back(StepConfig{backend, model, c.name, variant, false});
           }
