@@ -42,10 +42,15 @@ run_logged configure 120 cmake -S . -B build-py "${generator[@]}" -DCMAKE_BUILD_
 run_logged build 400 cmake --build build-py -j "$(nproc)" --target _core dsv4_indices_package dsv4_indices_stub \
   kernel_bench || { tail -40 "$out/build.log"; exit 1; }
 export PYTHONPATH=$PWD/build-py/python
-run_logged pytest 300 build-venv/bin/python -m pytest python/tests -q -rs
-run_logged engine_step 120 build-venv/bin/python python/examples/engine_step.py --check
+# The tests and benchmarks run on python3 itself (the one with torch and numpy: an offline
+# H200 venv does not see its numpy), with pytest from .whl/ when it lacks it.
+py=${PYTHON:-python3}
+"$py" -c 'import pytest' 2>/dev/null || "$py" -m pip install -q --no-index --find-links .whl pytest ||
+  "$py" -m pip install -q --break-system-packages --no-index --find-links .whl pytest
+run_logged pytest 300 "$py" -m pytest python/tests -q -rs
+run_logged engine_step 120 "$py" python/examples/engine_step.py --check
 for ((i = 1; i <= runs; ++i)); do
-  run_logged "bench_binding_$i" 300 build-venv/bin/python python/bench/bench_binding.py --json "$out/h200-$commit-$i.json"
+  run_logged "bench_binding_$i" 300 "$py" python/bench/bench_binding.py --json "$out/h200-$commit-$i.json"
   cp "$out/bench_binding_$i.log" "$out/h200-$commit-$i.txt"
 done
 run_logged kernel_bench_host 120 ./build-py/bench/kernel_bench --backends=cuda \
