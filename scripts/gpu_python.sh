@@ -14,6 +14,7 @@ commit=${2:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 runs=${RUNS:-2}
 cd "$(dirname "$0")/.."
 mkdir -p "$out"
+rm -f "$out/summary.txt"
 extra=()
 if [ -n "${DEPS:-}" ]; then
   # shellcheck source=scripts/deps_args.sh
