@@ -17,3 +17,9 @@ deps_cmake_args() {
   done
   export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 }
+
+#   deps_from_env         the same for $DEPS when it is set (deps_args empty otherwise)
+deps_from_env() {
+  deps_args=()
+  [ -z "${DEPS:-}" ] || deps_cmake_args "$(cd "$DEPS" && pwd)"
+}

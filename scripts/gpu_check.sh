@@ -14,13 +14,10 @@ out=${1:?usage: gpu_check.sh OUTDIR [VERIFY_STEPS]}
 steps=${2:-10000}
 cd "$(dirname "$0")/.."
 mkdir -p "$out"
-extra=()
-if [ -n "${DEPS:-}" ]; then
-  # shellcheck source=scripts/deps_args.sh
-  . scripts/deps_args.sh
-  deps_cmake_args "$(cd "$DEPS" && pwd)"
-  extra=("${deps_args[@]}")
-fi
+# shellcheck source=scripts/deps_args.sh
+. scripts/deps_args.sh
+deps_from_env
+extra=("${deps_args[@]}")
 status=0
 step() { echo "== $1: $2" | tee -a "$out/summary.txt"; }
 { nvidia-smi; nvcc --version; git rev-parse HEAD 2>/dev/null; } > "$out/env.txt" 2>&1

@@ -15,13 +15,10 @@ runs=${RUNS:-2}
 cd "$(dirname "$0")/.."
 mkdir -p "$out"
 rm -f "$out/summary.txt"
-extra=()
-if [ -n "${DEPS:-}" ]; then
-  # shellcheck source=scripts/deps_args.sh
-  . scripts/deps_args.sh
-  deps_cmake_args "$(cd "$DEPS" && pwd)"
-  extra=("${deps_args[@]}")
-fi
+# shellcheck source=scripts/deps_args.sh
+. scripts/deps_args.sh
+deps_from_env
+extra=("${deps_args[@]}")
 status=0
 step() { echo "== $1: $2 ($3 s)" | tee -a "$out/summary.txt"; }
 run_logged() {  # run_logged NAME LIMIT_S COMMAND...: log $out/NAME.log, verdict in summary.txt

@@ -9,13 +9,10 @@ out=${1:?usage: gpu_sweep.sh OUTDIR}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 cd "$(dirname "$0")/.."
-extra=()
-if [ -n "${DEPS:-}" ]; then
-  # shellcheck source=scripts/deps_args.sh
-  . scripts/deps_args.sh
-  deps_cmake_args "$(cd "$DEPS" && pwd)"
-  extra=("${deps_args[@]}")
-fi
+# shellcheck source=scripts/deps_args.sh
+. scripts/deps_args.sh
+deps_from_env
+extra=("${deps_args[@]}")
 { nvidia-smi; nvcc --version; } > "$out/env.txt" 2>&1
 { cmake -S . -B build-sweep -G Ninja -DCMAKE_BUILD_TYPE=Release -DDSV4_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES=90 "${extra[@]}" &&

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# A kernel trial in one device call: kernel_bench built once per variant (in parallel), then
+# run ROUNDS times with the variants alternating (drift between the rounds shows), and
+# compared with bench/compare_ab.py against the first variant. A variant is NAME, NAME:CUDA
+# or NAME:CUDA:CXX, where CUDA and CXX are compile flags (the compile definitions of a trial
+# patch in the working tree: CUDA for the kernels, CXX for host code such as kernel_bench).
+# kernel_bench checks every build against the reference before timing it, as always.
+# Writes OUTDIR/<variant>_<round>.{json,txt}, build_<variant>.log, compare.txt, nvidia-smi.txt.
+# Usage: [DEPS=.deps/root] [ROUNDS=2] [REPS=3] scripts/gpu_trial.sh OUTDIR FILTER VARIANT...
+#   e.g. scripts/gpu_trial.sh /tmp/t 'cuda/kernel_planned/[^/]+/C4A/prefill8K/' base \
+#        rotate:-DDSV4_ROTATE_PASSES=1
+set -uo pipefail
+out=${1:?usage: gpu_trial.sh OUTDIR FILTER VARIANT...}
+filter=${2:?usage: gpu_trial.sh OUTDIR FILTER VARIANT...}
+shift 2
+[ $# -ge 1 ] || { echo "gpu_trial.sh: name at least one variant" >&2; exit 2; }
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/deps_args.sh
+. scripts/deps_args.sh
+deps_from_env
+nvidia-smi > "$out/nvidia-smi.txt" 2>&1
+names=()
+jobs=$(($(nproc) / $#))
+[ "$jobs" -ge 2 ] || jobs=2
+start=$SECONDS
+for spec in "$@"; do
+  IFS=: read -r name cuda cxx <<< "$spec"
+  names+=("$name")
+  { cmake -S . -B "build-trial-$name" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDSV4_CUDA=ON \
+      -DCMAKE_CUDA_ARCHITECTURES=90 "-DCMAKE_CUDA_FLAGS=${cuda:-}" "-DCMAKE_CXX_FLAGS=${cxx:-}" "${deps_args[@]}" &&
+    cmake --build "build-trial-$name" -j "$jobs" --target kernel_bench; } > "$out/build_$name.log" 2>&1 &
+done
+wait
+echo "builds: $((SECONDS - start)) s"
+status=0
+for ((round = 1; round <= ${ROUNDS:-2}; ++round)); do
+  for name in "${names[@]}"; do
+    exe=build-trial-$name/bench/kernel_bench
+    [ -x "$exe" ] || { echo "$name: build failed"; tail -20 "$out/build_$name.log"; status=1; continue; }
+    timeout 150 "$exe" --backends=cuda --benchmark_repetitions="${REPS:-3}" --benchmark_display_aggregates_only=true \
+      --benchmark_filter="$filter" --benchmark_out="$out/${name}_$round.json" --benchmark_out_format=json \
+      > "$out/${name}_$round.txt" 2>&1
+    rc=$?
+    [ "$rc" = 0 ] || status=1
+    echo "$name round $round: rc=$rc, $(grep -c median "$out/${name}_$round.txt") medians," \
+      "$(grep -ci error "$out/${name}_$round.txt") error lines"
+  done
+done
+groups=()
+for name in "${names[@]}"; do
+  [ ${#groups[@]} -eq 0 ] || groups+=(--)
+  groups+=("$out/${name}"_*.json)
+done
+python3 bench/compare_ab.py "${groups[@]}" > "$out/compare.txt" 2>&1 || status=1
+cat "$out/compare.txt"
+echo "total: $((SECONDS - start)) s"
+exit $status
