@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A kernel trial in one device call: kernel_bench built once per variant (in parallel), then
-# run ROUNDS times with the variants alternating (drift between the rounds shows), and
+# run ROUNDS times with the variants alternating (reversed every other round), and
 # compared with bench/compare_ab.py against the first variant. A variant is NAME, NAME:CUDA
 # or NAME:CUDA:CXX, where CUDA and CXX are compile flags (the compile definitions of a trial
 # patch in the working tree: CUDA for the kernels, CXX for host code such as kernel_bench).
@@ -36,7 +36,14 @@ wait
 echo "builds: $((SECONDS - start)) s"
 status=0
 for ((round = 1; round <= ${ROUNDS:-2}; ++round)); do
-  for name in "${names[@]}"; do
+  # Odd rounds run the variants in the order given, even rounds in reverse: a drift in time (or
+  # a first-run effect) then falls on every variant alike.
+  order=("${names[@]}")
+  if ((round % 2 == 0)); then
+    order=()
+    for ((i = ${#names[@]} - 1; i >= 0; --i)); do order+=("${names[$i]}"); done
+  fi
+  for name in "${order[@]}"; do
     exe=build-trial-$name/bench/kernel_bench
     [ -x "$exe" ] || { echo "$name: build failed"; tail -20 "$out/build_$name.log"; status=1; continue; }
     timeout 150 "$exe" --backends=cuda --benchmark_repetitions="${REPS:-3}" --benchmark_display_aggregates_only=true \
@@ -48,8 +55,9 @@ for ((round = 1; round <= ${ROUNDS:-2}; ++round)); do
       "$(grep -ci error "$out/${name}_$round.txt") error lines"
   done
 done
-groups=()
+groups=()  # the variants that left results (the first is the base)
 for name in "${names[@]}"; do
+  compgen -G "$out/${name}_*.json" > /dev/null || continue
   [ ${#groups[@]} -eq 0 ] || groups+=(--)
   groups+=("$out/${name}"_*.json)
 done
