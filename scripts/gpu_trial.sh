@@ -6,7 +6,7 @@
 # patch in the working tree: CUDA for the kernels, CXX for host code such as kernel_bench).
 # kernel_bench checks every build against the reference before timing it, as always.
 # Writes OUTDIR/<variant>_<round>.{json,txt}, build_<variant>.log, compare.txt, nvidia-smi.txt.
-# Usage: [DEPS=.deps/root] [ROUNDS=2] [REPS=3] scripts/gpu_trial.sh OUTDIR FILTER VARIANT...
+# Usage: [DEPS=.deps/root] [ROUNDS=2] [REPS=3] [TIMEOUT=150 (s a run)] scripts/gpu_trial.sh OUTDIR FILTER VARIANT...
 #   e.g. scripts/gpu_trial.sh /tmp/t 'cuda/kernel_planned/[^/]+/C4A/prefill8K/' base \
 #        rotate:-DDSV4_ROTATE_PASSES=1
 set -uo pipefail
@@ -46,7 +46,7 @@ for ((round = 1; round <= ${ROUNDS:-2}; ++round)); do
   for name in "${order[@]}"; do
     exe=build-trial-$name/bench/kernel_bench
     [ -x "$exe" ] || { echo "$name: build failed"; tail -20 "$out/build_$name.log"; status=1; continue; }
-    timeout 150 "$exe" --backends=cuda --benchmark_repetitions="${REPS:-3}" --benchmark_display_aggregates_only=true \
+    timeout "${TIMEOUT:-150}" "$exe" --backends=cuda --benchmark_repetitions="${REPS:-3}" --benchmark_display_aggregates_only=true \
       --benchmark_filter="$filter" --benchmark_out="$out/${name}_$round.json" --benchmark_out_format=json \
       > "$out/${name}_$round.txt" 2>&1
     rc=$?
