@@ -642,31 +642,29 @@ def main():
                 errors.append((fname, "unreadable (truncated by a killed run?)"))
             else:
                 errors += section(doc, lines, targets, floor_notes, *peers[fname])
-    on_path = os.path.join(args.dir, "step_bench.json")
-    on_doc = load(on_path) if os.path.exists(on_path) else None
-
-    def other_run(fname):
+    def optional_run(fname):
         path = os.path.join(args.dir, fname)
         return load(path) if os.path.exists(path) else None
+    on_doc = optional_run("step_bench.json")
     if on_doc is not None:
-        off_doc = other_run("step_bench_no_pdl.json")
+        off_doc = optional_run("step_bench_no_pdl.json")
         if off_doc is not None:
             step_ab_section(cached_steps(on_doc, ("cached",)), cached_steps(off_doc, ("cached",)), lines,
                             "programmatic dependent launch",
                             "off = step_bench --no_programmatic_launch in the same run")
+        # The token plan's off steps: step_bench's own .../<step>_no_plan, or (results from
+        # before those) a second step_bench run with --no_token_plan.
         plan_paths = ("cached", "split", "tail")
-        in_process = cached_steps(on_doc, plan_paths, "_no_plan")
-        off_doc = other_run("step_bench_no_plan.json")  # a second run: results from before the in-process steps
-        if in_process:
-            step_ab_section(cached_steps(on_doc, plan_paths), in_process, lines, "per-step token plan",
-                            "off = the same steps without it (step_bench's .../<step>_no_plan, timed in the same "
-                            "process right after the case's other steps; every prefill row of every build reads "
-                            "its request's metadata)")
-        elif off_doc is not None:
-            step_ab_section(cached_steps(on_doc, plan_paths), cached_steps(off_doc, plan_paths), lines,
-                            "per-step token plan",
-                            "off = step_bench --no_token_plan in the same run (every prefill row of every "
-                            "build reads its request's metadata)")
+        off = cached_steps(on_doc, plan_paths, "_no_plan")
+        note = ("off = the same steps without it (step_bench's .../<step>_no_plan, timed in the same process right "
+                "after the case's other steps; every prefill row of every build reads its request's metadata)")
+        off_doc = None if off else optional_run("step_bench_no_plan.json")
+        if off_doc is not None:
+            off = cached_steps(off_doc, plan_paths)
+            note = ("off = step_bench --no_token_plan in the same run (every prefill row of every build reads its "
+                    "request's metadata)")
+        if off:
+            step_ab_section(cached_steps(on_doc, plan_paths), off, lines, "per-step token plan", note)
     ttft_path = os.path.join(args.dir, "ttft.json")
     if os.path.exists(ttft_path):
         found += 1

@@ -17,11 +17,10 @@ mkdir -p "$out"
 # shellcheck source=scripts/deps_args.sh
 . scripts/deps_args.sh
 deps_from_env
-extra=("${deps_args[@]}")
 status=0
 step() { echo "== $1: $2" | tee -a "$out/summary.txt"; }
 { nvidia-smi; nvcc --version; git rev-parse HEAD 2>/dev/null; } > "$out/env.txt" 2>&1
-BUILD_DIR=build-gpu ./scripts/build.sh -DDSV4_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 "${extra[@]}" \
+BUILD_DIR=build-gpu ./scripts/build.sh -DDSV4_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 "${deps_args[@]}" \
   > "$out/build.log" 2>&1 || { step build FAILED; tail -50 "$out/build.log"; exit 1; }
 step build ok
 # After the build, two phases of runs at once (one GPU, 16-core machines): the GPU tests, dsv4

@@ -18,7 +18,6 @@ rm -f "$out/summary.txt"
 # shellcheck source=scripts/deps_args.sh
 . scripts/deps_args.sh
 deps_from_env
-extra=("${deps_args[@]}")
 status=0
 step() { echo "== $1: $2 ($3 s)" | tee -a "$out/summary.txt"; }
 run_logged() {  # run_logged NAME LIMIT_S COMMAND...: log $out/NAME.log, verdict in summary.txt
@@ -34,7 +33,7 @@ run_logged() {  # run_logged NAME LIMIT_S COMMAND...: log $out/NAME.log, verdict
 run_logged python_env 120 ./scripts/python_env.sh || exit 1
 generator=(); command -v ninja >/dev/null && generator=(-G Ninja)
 run_logged configure 120 cmake -S . -B build-py "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DDSV4_CUDA=ON \
-  -DCMAKE_CUDA_ARCHITECTURES=90 -DDSV4_PYTHON=ON -DPython_EXECUTABLE="$PWD/build-venv/bin/python" "${extra[@]}" ||
+  -DCMAKE_CUDA_ARCHITECTURES=90 -DDSV4_PYTHON=ON -DPython_EXECUTABLE="$PWD/build-venv/bin/python" "${deps_args[@]}" ||
   { tail -40 "$out/configure.log"; exit 1; }
 # The package (module, .py copies, stubs) and kernel_bench only: the rest of the tree is not run here.
 run_logged build 400 cmake --build build-py -j "$(nproc)" --target _core dsv4_indices_package dsv4_indices_stub \

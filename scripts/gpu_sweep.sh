@@ -12,10 +12,9 @@ cd "$(dirname "$0")/.."
 # shellcheck source=scripts/deps_args.sh
 . scripts/deps_args.sh
 deps_from_env
-extra=("${deps_args[@]}")
 { nvidia-smi; nvcc --version; } > "$out/env.txt" 2>&1
 { cmake -S . -B build-sweep -G Ninja -DCMAKE_BUILD_TYPE=Release -DDSV4_CUDA=ON \
-    -DCMAKE_CUDA_ARCHITECTURES=90 "${extra[@]}" &&
+    -DCMAKE_CUDA_ARCHITECTURES=90 "${deps_args[@]}" &&
   cmake --build build-sweep -j "$(nproc)" --target optimized_tests kernel_bench; } > "$out/build.log" 2>&1 ||
   { tail -40 "$out/build.log"; exit 1; }
 echo "== build ok"
