@@ -461,23 +461,42 @@ namespace {
 constexpr int kStreamingThreads = 256;
 
 // Word i of CTA b, thread x, step k: b * kWords * 256 + k * 256 + x (each step of a warp is
-// 512 contiguous bytes). Words below `reads` are read, words below `writes` written: the word
-// read where there is one, else the word's index.
+// 512 contiguous bytes). Words below `reads` are read from src, the next `shared_reads` from
+// shared; words below `writes` are written: the word read where there is one, else the word's
+// index. Words read but not written are XORed into a value stored to `sink` only if it equals
+// kSinkMagic (never, for the buffers' 0x3c fill), so no read is optimized away. Waits for the
+// grid before it and lets the next one launch, as a build does (no-ops unless launched with
+// programmatic dependent launch).
+constexpr int32_t kSinkMagic = 1;
 template <int kWords>
-__global__ void __launch_bounds__(kStreamingThreads) streaming_bytes_kernel(const int4* src, int64_t reads, int4* dst,
-                                                                           int64_t writes) {
+__global__ void __launch_bounds__(kStreamingThreads)
+    streaming_bytes_kernel(const int4* src, int64_t reads, const int4* shared, int64_t shared_reads, int4* dst,
+                           int64_t writes, int4* sink) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
   const int64_t first = static_cast<int64_t>(blockIdx.x) * kWords * kStreamingThreads + threadIdx.x;
+  const int64_t all_reads = reads + shared_reads;
   int4 v[kWords];
 #pragma unroll
   for (int k = 0; k < kWords; ++k) {
     const int64_t i = first + static_cast<int64_t>(k) * kStreamingThreads;
-    v[k] = i < reads ? __ldg(src + i) : make_int4(static_cast<int>(i), 0, 0, 0);
+    v[k] = i < reads         ? __ldg(src + i)
+           : i < all_reads   ? __ldg(shared + (i - reads))
+                             : make_int4(static_cast<int>(i), 0, 0, 0);
   }
+  int32_t unwritten = 0;
 #pragma unroll
   for (int k = 0; k < kWords; ++k) {
     const int64_t i = first + static_cast<int64_t>(k) * kStreamingThreads;
-    if (i < writes) dst[i] = v[k];
+    if (i < writes) {
+      dst[i] = v[k];
+    } else if (i < all_reads) {
+      unwritten ^= v[k].x ^ v[k].y ^ v[k].z ^ v[k].w;
+    }
   }
+  if (unwritten == kSinkMagic) *sink = v[0];
 }
 
 int64_t words_of(int64_t bytes) { return (bytes + 15) / 16; }
@@ -515,13 +534,100 @@ void StreamingBytes::launch(void* stream, int64_t read_bytes, int64_t write_byte
   const int4* src = static_cast<const int4*>(src_);
   int4* dst = static_cast<int4*>(dst_);
   const dim3 grid(static_cast<unsigned>(ctas)), block(kStreamingThreads);
+  const int4* no_shared = nullptr;
+  const int64_t no_shared_reads = 0;
   switch (words) {
-    case 1: streaming_bytes_kernel<1><<<grid, block, 0, as_stream(stream)>>>(src, reads, dst, writes); break;
-    case 2: streaming_bytes_kernel<2><<<grid, block, 0, as_stream(stream)>>>(src, reads, dst, writes); break;
-    case 4: streaming_bytes_kernel<4><<<grid, block, 0, as_stream(stream)>>>(src, reads, dst, writes); break;
+    case 1: streaming_bytes_kernel<1><<<grid, block, 0, as_stream(stream)>>>(src, reads, no_shared, no_shared_reads, dst, writes, dst); break;
+    case 2: streaming_bytes_kernel<2><<<grid, block, 0, as_stream(stream)>>>(src, reads, no_shared, no_shared_reads, dst, writes, dst); break;
+    case 4: streaming_bytes_kernel<4><<<grid, block, 0, as_stream(stream)>>>(src, reads, no_shared, no_shared_reads, dst, writes, dst); break;
     default: throw std::invalid_argument("StreamingBytes::launch: words must be 1, 2 or 4");
   }
   BENCH_CUDA_CHECK(cudaGetLastError());
+}
+
+namespace {
+void* filled_region(int64_t bytes, uint8_t fill) {
+  void* p = nullptr;
+  const size_t size = static_cast<size_t>(std::max<int64_t>(16, words_of(bytes) * 16));
+  BENCH_CUDA_CHECK(cudaMalloc(&p, size));
+  const cudaError_t status = cudaMemset(p, fill, size);
+  if (status != cudaSuccess) {
+    (void)cudaFree(p);
+    check(status, "cudaMemset(StreamingSequence region)", __FILE__, __LINE__);
+  }
+  return p;
+}
+}  // namespace
+
+StreamingSequence::StreamingSequence(std::vector<StreamedBuild> builds) : builds_(std::move(builds)) {
+  int64_t shared_bytes = 0;
+  std::vector<int64_t> input_bytes, output_bytes;
+  const auto grow = [](std::vector<int64_t>& sizes, int id, int64_t bytes) {
+    if (id < 0) throw std::invalid_argument("StreamingSequence: negative region id");
+    if (sizes.size() <= static_cast<size_t>(id)) sizes.resize(static_cast<size_t>(id) + 1, 0);
+    sizes[static_cast<size_t>(id)] = std::max(sizes[static_cast<size_t>(id)], bytes);
+  };
+  for (const StreamedBuild& b : builds_) {
+    if (b.own_read_bytes < 0 || b.shared_read_bytes < 0 || b.write_bytes < 0) {
+      throw std::invalid_argument("StreamingSequence: negative size");
+    }
+    grow(input_bytes, b.input, b.own_read_bytes);
+    grow(output_bytes, b.output, b.write_bytes);
+    shared_bytes = std::max(shared_bytes, b.shared_read_bytes);
+  }
+  try {
+    shared_ = filled_region(shared_bytes, 0x3c);
+    sink_ = filled_region(16, 0);
+    for (int64_t bytes : input_bytes) inputs_.push_back(filled_region(bytes, 0x3c));
+    for (int64_t bytes : output_bytes) outputs_.push_back(filled_region(bytes, 0));
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+void StreamingSequence::release() {
+  for (void* p : inputs_) (void)cudaFree(p);
+  for (void* p : outputs_) (void)cudaFree(p);
+  (void)cudaFree(shared_);
+  (void)cudaFree(sink_);
+  inputs_.clear();
+  outputs_.clear();
+  shared_ = sink_ = nullptr;
+}
+
+StreamingSequence::~StreamingSequence() { release(); }
+
+void StreamingSequence::launch(void* stream, int words) {
+  const void* kernel = words == 1   ? reinterpret_cast<const void*>(&streaming_bytes_kernel<1>)
+                       : words == 2 ? reinterpret_cast<const void*>(&streaming_bytes_kernel<2>)
+                       : words == 4 ? reinterpret_cast<const void*>(&streaming_bytes_kernel<4>)
+                                    : nullptr;
+  if (kernel == nullptr) throw std::invalid_argument("StreamingSequence::launch: words must be 1, 2 or 4");
+  cudaLaunchAttribute programmatic{};
+  programmatic.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  programmatic.val.programmaticStreamSerializationAllowed = 1;
+  for (const StreamedBuild& b : builds_) {
+    int64_t reads = words_of(b.own_read_bytes), shared_reads = words_of(b.shared_read_bytes);
+    int64_t writes = words_of(b.write_bytes);
+    const int64_t per_cta = int64_t{words} * kStreamingThreads;
+    const int64_t ctas = std::max<int64_t>(1, (std::max(reads + shared_reads, writes) + per_cta - 1) / per_cta);
+    const int4* src = static_cast<const int4*>(inputs_[static_cast<size_t>(b.input)]);
+    const int4* shared = static_cast<const int4*>(shared_);
+    int4* dst = static_cast<int4*>(outputs_[static_cast<size_t>(b.output)]);
+    int4* sink = static_cast<int4*>(sink_);
+    void* params[] = {&src, &reads, &shared, &shared_reads, &dst, &writes, &sink};
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(static_cast<unsigned>(ctas));
+    config.blockDim = dim3(kStreamingThreads);
+    config.stream = as_stream(stream);
+    config.attrs = &programmatic;
+    config.numAttrs = 1;
+    cudaError_t status = cudaLaunchKernelExC(&config, kernel, params);
+    const cudaError_t last = cudaGetLastError();
+    if (status == cudaSuccess) status = last;
+    check(status, "cudaLaunchKernelExC(streaming_bytes_kernel, programmatic)", __FILE__, __LINE__);
+  }
 }
 
 LaunchFloorGraph::LaunchFloorGraph(void* stream, int nodes, int ctas, int hops, bool programmatic_launch)

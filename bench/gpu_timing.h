@@ -245,6 +245,36 @@ class StreamingBytes {
   int64_t src_bytes_ = 0, dst_bytes_ = 0;
 };
 
+// The byte floor of a whole step, measured: StreamingBytes' kernel launched once per build of
+// the step, each moving that build's bytes (its own inputs from its input region, the step's
+// metadata and tables from one region all builds share, its outputs to its output region),
+// back to back on the stream with programmatic dependent launch as the builder launches. Builds
+// with the same region id use the same buffer (a C4A layer's own indexer output; a tail-only
+// step's one combined output), so what the L2 keeps between builds is what it keeps in the step.
+struct StreamedBuild {
+  int64_t own_read_bytes = 0;     // from region `input`
+  int64_t shared_read_bytes = 0;  // from the region every build shares
+  int64_t write_bytes = 0;        // to region `output`
+  int input = 0, output = 0;      // region ids >= 0
+};
+class StreamingSequence {
+ public:
+  static constexpr int kWordChoices[3] = {1, 2, 4};  // 16-byte words per thread
+  explicit StreamingSequence(std::vector<StreamedBuild> builds);  // allocates every region
+  ~StreamingSequence();
+  StreamingSequence(const StreamingSequence&) = delete;
+  StreamingSequence& operator=(const StreamingSequence&) = delete;
+  void launch(void* stream, int words);  // every build in order; words one of kWordChoices
+  size_t size() const { return builds_.size(); }
+
+ private:
+  void release();
+  std::vector<StreamedBuild> builds_;
+  std::vector<void*> inputs_, outputs_;
+  void* shared_ = nullptr;
+  void* sink_ = nullptr;
+};
+
 // The floor of a replayed step graph: `nodes` launches of a kernel that does what every build
 // does around its work (griddepcontrol wait / launch_dependents, one store per CTA) after
 // `hops` dependent reads (0-2: the first from a page of the node's own, a DRAM round trip

@@ -1,5 +1,6 @@
 // gpu_timing.h in a build without CUDA: no device, and every device tool refuses to run.
 #include <stdexcept>
+#include <utility>
 
 #include "bench/gpu_timing.h"
 
@@ -68,6 +69,12 @@ int32_t DependentReadChain::last_value() { no_cuda("DependentReadChain::last_val
 StreamingBytes::~StreamingBytes() = default;
 void StreamingBytes::reserve(int64_t, int64_t) { no_cuda("StreamingBytes::reserve"); }
 void StreamingBytes::launch(void*, int64_t, int64_t, int) { no_cuda("StreamingBytes::launch"); }
+StreamingSequence::StreamingSequence(std::vector<StreamedBuild> builds) : builds_(std::move(builds)) {
+  no_cuda("StreamingSequence");
+}
+StreamingSequence::~StreamingSequence() = default;
+void StreamingSequence::release() {}
+void StreamingSequence::launch(void*, int) { no_cuda("StreamingSequence::launch"); }
 LaunchFloorGraph::LaunchFloorGraph(void*, int, int, int, bool) : stream_(nullptr) { no_cuda("LaunchFloorGraph"); }
 LaunchFloorGraph::~LaunchFloorGraph() = default;
 void LaunchFloorGraph::replay() { no_cuda("LaunchFloorGraph::replay"); }

@@ -26,11 +26,16 @@
 // steps through a cache without its per-step token plan (every prefill row of every build reads
 // its request's metadata), registered right after the case's other steps: the in-process A/B
 // of kernels/token_plan.h. --no_token_plan: every step without it.
+//
+// cuda/step_floor/<model>/<case>/<variant> (uncached, cached, split, tail): the mode's byte floor
+// measured as launched: a streaming kernel per build of the mode, each moving that build's
+// bytes (StreamingSequence over step_floors' plan), timed like the step (BM_step_floor).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -85,6 +90,11 @@ struct StepConfig {
   }
 };
 
+std::string step_floor_name(const StepConfig& cfg) {
+  return std::string(timing_prefix(cfg.backend)) + "/step_floor/" + cfg.model + "/" + cfg.case_name + "/" +
+         cfg.variant_name();
+}
+
 double target_us(const StepConfig& cfg) {
   if (!cfg.variant.cached || !cfg.token_plan || cfg.case_name != kTargetCase) return 0;
   const bool flash = cfg.model == "flash", pro = cfg.model == "pro";
@@ -99,52 +109,100 @@ double target_us(const StepConfig& cfg) {
   return 0;
 }
 
-// The step's byte floor in each mode: the bytes of every build the mode makes, each of its
-// part (bench/build_bytes.h). Every C4A layer of a benchmark step carries the same indexer
-// output, so a kind's bytes are its first layer's.
+// The builds each mode makes in a step, in layer order, each with its part's bytes
+// (bench/build_bytes.h) and the regions it reads and writes (StreamedBuild ids): a C4A layer
+// reads its own indexer output, a cacheable kind's build (and the split SWA segment) inputs
+// of its own; every build writes an output of its own, except that a tail-only step's C4A
+// builds (and the one-launch window build) all write its one combined buffer. The byte floor
+// is the plan's total; cuda/step_floor/... streams the plan (StreamingSequence). Every C4A
+// layer of a benchmark step carries the same indexer output, so a kind's bytes are its first
+// layer's.
+struct FloorBuild {
+  BuildBytes bytes;
+  int input = 0, output = 0;
+};
+using FloorPlan = std::vector<FloorBuild>;
+
+int64_t plan_bytes(const FloorPlan& plan) {
+  int64_t total = 0;
+  for (const FloorBuild& b : plan) total += b.bytes.total();
+  return total;
+}
+
+std::vector<StreamedBuild> streamed_builds(const FloorPlan& plan) {
+  std::vector<StreamedBuild> builds;
+  for (const FloorBuild& b : plan) {
+    StreamedBuild s;
+    s.own_read_bytes = b.bytes.decode_inputs + b.bytes.prefill_topk;
+    s.shared_read_bytes = b.bytes.metadata + b.bytes.block_tables;  // the step's, L2-resident after the first
+    s.write_bytes = b.bytes.outputs;
+    s.input = b.input;
+    s.output = b.output;
+    builds.push_back(s);
+  }
+  return builds;
+}
+
 struct StepFloors {
-  int64_t uncached = 0, seed = 0, split = 0, tail = 0, tail_one_launch = 0;
-  int64_t bytes(const StepConfig& cfg) const {
+  FloorPlan uncached, seed, split, tail, tail_one_launch;
+  const FloorPlan& plan(const StepConfig& cfg) const {
     if (!cfg.variant.cached) return uncached;
     switch (cfg.variant.mode) {
       case opt::SharingMode::kSeed: return seed;
       case opt::SharingMode::kSplit: return split;
       case opt::SharingMode::kTailOnly: return cfg.variant.one_launch ? tail_one_launch : tail;
     }
-    return 0;
+    return seed;
   }
+  int64_t bytes(const StepConfig& cfg) const { return plan_bytes(plan(cfg)); }
 };
 
 StepFloors step_floors(const harness::StepShape& shape, const ref::ModelSchedule& schedule) {
   const HostStep host = make_host_step(shape, schedule);
-  StepFloors f;
-  int64_t whole[3] = {0, 0, 0}, compressed[3] = {0, 0, 0}, window = 0;
-  int64_t layers_of[3] = {0, 0, 0};
-  for (int32_t l = 0; l < schedule.num_layers(); ++l) {
-    const auto kind = static_cast<size_t>(ref::layer_kind_from_ratio(schedule.compress_ratios[static_cast<size_t>(l)]));
-    if (layers_of[kind]++ > 0) continue;
+  const int32_t layers = schedule.num_layers();
+  const auto kind_of = [&](int32_t l) {
+    return static_cast<int>(ref::layer_kind_from_ratio(schedule.compress_ratios[static_cast<size_t>(l)]));
+  };
+  BuildBytes whole[3], compressed[3], window;
+  bool seen[3] = {false, false, false};
+  for (int32_t l = 0; l < layers; ++l) {
+    const int k = kind_of(l);
+    if (seen[k]) continue;
+    seen[k] = true;
     const ref::BuilderInputs in = bench_layer_inputs(host.step, schedule, host.c4a_per_layer, l);
-    whole[kind] = build_bytes(in).total();
-    compressed[kind] = build_bytes(in, BuildColumns::kCompressed).total();
-    window = build_bytes(ref::window_segment_inputs(in), BuildColumns::kWindow).total();
+    whole[k] = build_bytes(in);
+    compressed[k] = build_bytes(in, BuildColumns::kCompressed);
+    window = build_bytes(ref::window_segment_inputs(in), BuildColumns::kWindow);
   }
-  const auto c4a = static_cast<size_t>(ref::LayerKind::kC4A);
-  for (size_t k = 0; k < 3; ++k) {
-    f.uncached += layers_of[k] * whole[k];
-    const bool present = layers_of[k] > 0;
+  const int c4a = static_cast<int>(ref::LayerKind::kC4A);
+  // Input regions: layer l's own indexer output (C4A), layers + kind (the others), layers + 3
+  // (the SWA segment). Output regions: a new one per build, or `combined` (tail-only C4A).
+  const int segment_input = layers + 3;
+  int outputs = 0;
+  const int combined = outputs++;
+  StepFloors f;
+  bool built[3] = {false, false, false};
+  bool window_built = false;
+  for (int32_t l = 0; l < layers; ++l) {
+    const int k = kind_of(l);
+    const int input = k == c4a ? l : layers + k;
+    f.uncached.push_back({whole[k], input, outputs++});
     if (k == c4a) {
-      f.seed += layers_of[k] * whole[k];
-      f.split += layers_of[k] * compressed[k];
-      f.tail += present ? whole[k] + (layers_of[k] - 1) * compressed[k] : 0;
-      f.tail_one_launch += present ? window + layers_of[k] * compressed[k] : 0;
-    } else {
-      f.seed += present ? whole[k] : 0;
-      f.split += present ? compressed[k] : 0;
-      f.tail += present ? whole[k] : 0;
-      f.tail_one_launch += present ? whole[k] : 0;
+      f.seed.push_back({whole[k], input, outputs++});
+      f.split.push_back({compressed[k], input, outputs++});
+      f.tail.push_back({built[k] ? compressed[k] : whole[k], input, combined});
+      if (!window_built) f.tail_one_launch.push_back({window, segment_input, combined});
+      window_built = true;
+      f.tail_one_launch.push_back({compressed[k], input, combined});
+    } else if (!built[k]) {
+      f.seed.push_back({whole[k], input, outputs++});
+      f.split.push_back({compressed[k], input, outputs++});
+      f.tail.push_back({whole[k], input, outputs++});
+      f.tail_one_launch.push_back({whole[k], input, outputs++});
     }
+    built[k] = true;
   }
-  if (schedule.num_layers() > 0) f.split += window;  // the one SWA segment
+  if (layers > 0) f.split.insert(f.split.begin(), FloorBuild{window, segment_input, outputs++});  // the one SWA segment
   return f;
 }
 
@@ -153,7 +211,7 @@ struct Run {
   std::map<opt::Backend, std::unique_ptr<opt::MixedSparseIndicesBuilder>> builders;
   std::string staged_key;
   std::unique_ptr<StagedStep> staged;  // the most recent (backend, model, case) only
-  StepFloors floors;                   // of the staged step
+  StepFloors floors;                   // of the staged step (CUDA: streamed by cuda/step_floor/...)
   std::string staging_error;
   bool programmatic_launch = true;  // off: --no_programmatic_launch
   bool token_plan = true;           // the cache's per-step token plan; off: --no_token_plan
@@ -342,6 +400,73 @@ void BM_step(benchmark::State& state, StepConfig cfg) {
   state.SetLabel(label.str());
 }
 
+// cuda/step_floor/<model>/<case>/<variant>: the step's byte floor, measured: StreamingSequence
+// over the mode's FloorPlan (one streaming launch per build, each build's bytes, programmatic
+// dependent launch), timed as BM_step times the step: device_us with CUDA events after an L2
+// flush and a head start, wall_us end to end on an idle stream. Once per word choice per
+// iteration; device_us and wall_us are the choice with the fewest device us (us_words<n>: each
+// choice's device us). What the builds of a mode take at best as launched, bubbles between
+// launches included: the floor a step target is judged against.
+constexpr int kStepFloorIterations = 20;
+
+void BM_step_floor(benchmark::State& state, StepConfig cfg) {
+  constexpr int kChoices = static_cast<int>(std::size(StreamingSequence::kWordChoices));
+  double device_totals[kChoices] = {}, wall_totals[kChoices] = {};
+  int64_t n = 0;
+  size_t launches = 0;
+  int64_t floor_bytes = 0;
+  try {
+    const StepFloors floors = step_floors(bench_case(cfg.case_name).shape, model_schedule(cfg.model));
+    floor_bytes = floors.bytes(cfg);
+    StreamingSequence sequence(streamed_builds(floors.plan(cfg)));
+    launches = sequence.size();
+    void* stream = cuda_stream(cfg.backend);
+    EventTimer timer;
+    CompletionEvent done;
+    for (int c = 0; c < kChoices; ++c) sequence.launch(stream, StreamingSequence::kWordChoices[c]);  // warm-up
+    bench_device().stream->synchronize();
+    const auto head_start_ns = static_cast<int64_t>(launches) * 20'000 + 100'000;  // 20 us a launch
+    for (auto _ : state) {
+      double fastest = 0;
+      for (int c = 0; c < kChoices; ++c) {
+        bench_device().flusher->flush(stream);
+        gpu_busy_wait_ns(stream, head_start_ns);
+        timer.start(stream);
+        sequence.launch(stream, StreamingSequence::kWordChoices[c]);
+        timer.stop(stream);
+        const double device_us = timer.elapsed_us();
+        bench_device().flusher->flush(stream);
+        bench_device().stream->synchronize();
+        const double t0 = now_us();
+        sequence.launch(stream, StreamingSequence::kWordChoices[c]);
+        done.record(stream);
+        done.wait();
+        wall_totals[c] += now_us() - t0;
+        device_totals[c] += device_us;
+        fastest = c == 0 ? device_us : std::min(fastest, device_us);
+      }
+      state.SetIterationTime(fastest * 1e-6);
+      ++n;
+    }
+  } catch (const std::exception& e) {
+    state.SkipWithError((cfg.name() + ": step floor: " + e.what()).c_str());
+    return;
+  }
+  if (n == 0) return;
+  int best = 0;
+  for (int c = 0; c < kChoices; ++c) {
+    state.counters["us_words" + std::to_string(StreamingSequence::kWordChoices[c])] =
+        device_totals[c] / static_cast<double>(n);
+    if (device_totals[c] < device_totals[best]) best = c;
+  }
+  state.counters["device_us"] = device_totals[best] / static_cast<double>(n);
+  state.counters["wall_us"] = wall_totals[best] / static_cast<double>(n);
+  state.counters["launches"] = static_cast<double>(launches);
+  state.counters["floor_bytes"] = static_cast<double>(floor_bytes);
+  if (run().copy_gbps > 0) state.counters["floor_us"] = static_cast<double>(floor_bytes) / (run().copy_gbps * 1e3);
+  state.SetLabel("streaming kernel per build of the mode, programmatic launch; CUDA events, L2 flushed");
+}
+
 // Times one replay per iteration: wall_us from the replay call (L2 flushed, stream idle) until
 // the host has seen an event recorded after it complete; host_us the replay call alone.
 struct ReplayTimes {
@@ -520,6 +645,16 @@ void register_benchmarks(const BackendChoice& backends) {
               ->UseManualTime()
               ->Iterations(backend == opt::Backend::kCuda ? kCudaIterations
                                                           : cpu_iterations(c, model_schedule(model)))
+              ->Unit(benchmark::kMicrosecond);
+        }
+        // The measured byte floor of each mode's launches (one-launch variants: not modelled).
+        if (backend != opt::Backend::kCuda) continue;
+        for (const StepVariant& variant : variants) {
+          if (variant.one_launch) continue;
+          const StepConfig cfg{backend, model, c.name, variant};
+          benchmark::RegisterBenchmark(step_floor_name(cfg).c_str(), BM_step_floor, cfg)
+              ->UseManualTime()
+              ->Iterations(kStepFloorIterations)
               ->Unit(benchmark::kMicrosecond);
         }
       }

@@ -388,7 +388,7 @@ def step_section(doc, lines, targets, floor_notes, peer=None, peer_ctx=None):
                         targets.append((f"{key[1]} prefill 8K step, {path_note[path]}, {definition}", key[0],
                                         r.get(counter), target))
         lines.append("")
-    modes_section(steps, lines, targets)
+    modes_section(steps, lines, targets, step_floor_runs(runs))
     graph_section(runs, lines, targets, steps, peer)
     if peer is not None:
         peer_step_table(steps, peer, peer_ctx, lines)
@@ -398,17 +398,33 @@ def step_section(doc, lines, targets, floor_notes, peer=None, peer_ctx=None):
 MODE_VARIANTS = ("cached", "cached_one_launch", "split", "split_one_launch", "tail", "tail_one_launch")
 
 
-def modes_section(steps, lines, targets):
+def step_floor_runs(runs):
+    """step_bench's cuda/step_floor/<model>/<case>/<variant> as {(timing, model, case): {variant: run}}."""
+    floors = {}
+    for name, r in runs.items():
+        parts = name.split("/")
+        if len(parts) == 5 and parts[1] == "step_floor":
+            floors.setdefault((parts[0], parts[2], parts[3]), {})[parts[4]] = r
+    return floors
+
+
+def modes_section(steps, lines, targets, measured_floors=None):
     """step_bench's SPEC §8 modes (issue 12) beside the seed's cached step: wall us, the byte
-    floor at the run's copy bandwidth, builds and launches per step."""
+    floor at the run's copy bandwidth and as measured (a streaming kernel per build of the mode),
+    builds and launches per step."""
     keys = [k for k in steps if any(v in steps[k] for v in MODE_VARIANTS[1:])]
     if not keys:
         return
+    measured_floors = measured_floors or {}
     lines.append("## Step: SPEC §8 sharing modes against the seed (cached)\n")
     lines.append("- wall us as above; floor = the bytes the mode's builds must move (each build's part) at the "
-                 "run's D2D copy bandwidth (CUDA only); builds / launches per step\n")
-    lines.append("| timing | model | case | mode | builds / launches | wall us | floor us | floor MB | saved vs seed (wall) |")
-    lines.append("|---|---|---|---|---:|---:|---:|---:|---:|")
+                 "run's D2D copy bandwidth (CUDA only); measured floor = those bytes streamed as the mode launches "
+                 "them (step_bench's cuda/step_floor/...: a streaming kernel per build, each moving that build's "
+                 "bytes, programmatic dependent launch, timed like the step: wall, and device in parentheses; – "
+                 "where not measured); builds / launches per step\n")
+    lines.append("| timing | model | case | mode | builds / launches | wall us | floor us | measured floor us | "
+                 "floor MB | saved vs seed (wall) |")
+    lines.append("|---|---|---|---|---:|---:|---:|---:|---:|---:|")
     for key in sorted(keys, key=lambda k: (k[0], k[1], CASE_ORDER.index(k[2]) if k[2] in CASE_ORDER else 99)):
         seed_wall = steps[key].get("cached", {}).get("wall_us")
         for variant in MODE_VARIANTS:
@@ -416,15 +432,22 @@ def modes_section(steps, lines, targets):
             if r is None:
                 continue
             if "error" in r:
-                lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {variant} | ERROR: {r['error']} | | | | |")
+                lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {variant} | ERROR: {r['error']} | | | | | |")
                 continue
+            m = measured_floors.get(key, {}).get(variant, {})
+            measured = (f"{fmt(m.get('wall_us'), 1)} ({fmt(m.get('device_us'), 1)})" if m.get("wall_us") is not None
+                        else "ERROR" if "error" in m else "–")
             floor_mb = r.get("floor_bytes")
             lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {variant} | {fmt(r.get('builder_calls'), 0)} / "
                          f"{fmt(r.get('launches'), 0)} | {fmt(r.get('wall_us'), 1)} | {fmt(r.get('floor_us'), 1)} | "
-                         f"{fmt(floor_mb / 1e6 if floor_mb else None, 1)} | "
+                         f"{measured} | {fmt(floor_mb / 1e6 if floor_mb else None, 1)} | "
                          f"{fmt(saved_pct(seed_wall, r.get('wall_us')))} % |")
             if variant != "cached" and r.get("target_us"):
                 targets.append((f"{key[1]} prefill 8K step, {variant}, wall", key[0], r.get("wall_us"), r.get("target_us")))
+                if m.get("wall_us") is not None:
+                    targets.append((f"{key[1]} prefill 8K step, {variant}: its measured byte floor (streamed as "
+                                    "launched), wall: a step can meet the target only if this does", key[0],
+                                    m.get("wall_us"), r.get("target_us")))
     lines.append("")
 
 

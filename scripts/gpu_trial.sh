@@ -6,7 +6,8 @@
 # patch in the working tree: CUDA for the kernels, CXX for host code such as kernel_bench).
 # kernel_bench checks every build against the reference before timing it, as always.
 # Writes OUTDIR/<variant>_<round>.{json,txt}, build_<variant>.log, compare.txt, nvidia-smi.txt.
-# Usage: [DEPS=.deps/root] [ROUNDS=2] [REPS=3] [TIMEOUT=150 (s a run)] scripts/gpu_trial.sh OUTDIR FILTER VARIANT...
+# BENCH=step_bench runs step_bench instead (its steps check builder calls and content errors).
+# Usage: [DEPS=.deps/root] [BENCH=kernel_bench] [ROUNDS=2] [REPS=3] [TIMEOUT=150 (s a run)] scripts/gpu_trial.sh OUTDIR FILTER VARIANT...
 #   e.g. scripts/gpu_trial.sh /tmp/t 'cuda/kernel_planned/[^/]+/C4A/prefill8K/' base \
 #        rotate:-DDSV4_ROTATE_PASSES=1
 set -uo pipefail
@@ -21,6 +22,7 @@ cd "$(dirname "$0")/.."
 . scripts/deps_args.sh
 deps_from_env
 nvidia-smi > "$out/nvidia-smi.txt" 2>&1
+bench=${BENCH:-kernel_bench}
 names=()
 jobs=$(($(nproc) / $#))
 [ "$jobs" -ge 2 ] || jobs=2
@@ -30,7 +32,7 @@ for spec in "$@"; do
   names+=("$name")
   { cmake -S . -B "build-trial-$name" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDSV4_CUDA=ON \
       -DCMAKE_CUDA_ARCHITECTURES=90 "-DCMAKE_CUDA_FLAGS=${cuda:-}" "-DCMAKE_CXX_FLAGS=${cxx:-}" "${deps_args[@]}" &&
-    cmake --build "build-trial-$name" -j "$jobs" --target kernel_bench; } > "$out/build_$name.log" 2>&1 &
+    cmake --build "build-trial-$name" -j "$jobs" --target "$bench"; } > "$out/build_$name.log" 2>&1 &
 done
 wait
 echo "builds: $((SECONDS - start)) s"
@@ -44,7 +46,7 @@ for ((round = 1; round <= ${ROUNDS:-2}; ++round)); do
     for ((i = ${#names[@]} - 1; i >= 0; --i)); do order+=("${names[$i]}"); done
   fi
   for name in "${order[@]}"; do
-    exe=build-trial-$name/bench/kernel_bench
+    exe=build-trial-$name/bench/$bench
     [ -x "$exe" ] || { echo "$name: build failed"; tail -20 "$out/build_$name.log"; status=1; continue; }
     timeout "${TIMEOUT:-150}" "$exe" --backends=cuda --benchmark_repetitions="${REPS:-3}" --benchmark_display_aggregates_only=true \
       --benchmark_filter="$filter" --benchmark_out="$out/${name}_$round.json" --benchmark_out_format=json \
