@@ -334,12 +334,13 @@ def peer_step_table(steps, peer, peer_ctx, lines):
     lines.append("")
 
 
-def step_runs(runs):
-    """step_bench's runs as {(timing, model, case): {"cached" | "uncached": run}}."""
+def step_runs(runs, what="step"):
+    """step_bench's <timing>/<what>/<model>/<case>/<variant> runs (what: step, or step_floor for
+    the measured floors) as {(timing, model, case): {variant: run}}."""
     steps = {}
     for name, r in runs.items():
         parts = name.split("/")
-        if len(parts) == 5 and parts[1] == "step":
+        if len(parts) == 5 and parts[1] == what:
             steps.setdefault((parts[0], parts[2], parts[3]), {})[parts[4]] = r
     return steps
 
@@ -388,7 +389,7 @@ def step_section(doc, lines, targets, floor_notes, peer=None, peer_ctx=None):
                         targets.append((f"{key[1]} prefill 8K step, {path_note[path]}, {definition}", key[0],
                                         r.get(counter), target))
         lines.append("")
-    modes_section(steps, lines, targets, step_floor_runs(runs))
+    modes_section(steps, lines, targets, step_runs(runs, "step_floor"))
     graph_section(runs, lines, targets, steps, peer)
     if peer is not None:
         peer_step_table(steps, peer, peer_ctx, lines)
@@ -396,16 +397,6 @@ def step_section(doc, lines, targets, floor_notes, peer=None, peer_ctx=None):
 
 
 MODE_VARIANTS = ("cached", "cached_one_launch", "split", "split_one_launch", "tail", "tail_one_launch")
-
-
-def step_floor_runs(runs):
-    """step_bench's cuda/step_floor/<model>/<case>/<variant> as {(timing, model, case): {variant: run}}."""
-    floors = {}
-    for name, r in runs.items():
-        parts = name.split("/")
-        if len(parts) == 5 and parts[1] == "step_floor":
-            floors.setdefault((parts[0], parts[2], parts[3]), {})[parts[4]] = r
-    return floors
 
 
 def modes_section(steps, lines, targets, measured_floors=None):
