@@ -40,8 +40,12 @@ struct MixedSparseIndicesPolicy {
   // step too far: 128 threads a row where 64 were 2-4 % faster, same sweeps.)
   static constexpr int32_t kMinCtasPerSm = 1;
   // Passes a row may take in its starting group (kManyRowsGroupThreads for all but narrow rows)
-  // before the group widens.
-  static constexpr int32_t kMaxPasses = 16;
+  // before the group widens. Whole cached prefill-8K steps on the H200 (same run, 2 rounds,
+  // bench/results/2026-12-03-h200-group-step-trial): 4 passes were fastest; 2 (Flash's 128-chunk
+  // compressed part in groups of 32: +3 %) and 8-9 (Pro's rows in groups of 16: +4-6 %) slower.
+  // (16 until then: one build at a time after an L2 flush ranked the groups alike or within
+  // the spread, 2026-12-02-h200-policy-sweep.)
+  static constexpr int32_t kMaxPasses = 4;
   // Decode-only steps whose rows have at most this many 16-byte chunks take the decode-chunk
   // kernel: a CTA per row (the chunks rounded up to whole warps), a thread per chunk.
   static constexpr int32_t kDecodeRowMaxChunks = 1024;

@@ -129,8 +129,13 @@ TEST(LaunchShapePolicy, NarrowGroupsForManyRowsWiderForWideRowsAndForStepsThatCa
   EXPECT_EQ(choose_launch_shape(8192, 32, sms), (LaunchShape{narrow, c}));  // SWA-only
   EXPECT_EQ(choose_launch_shape(8192, 64, sms), (LaunchShape{narrow, c}));  // C128A, E = 128
   EXPECT_EQ(choose_launch_shape(8192, narrow * c * P::kNarrowRowPasses + 1, sms), (LaunchShape{g, c}));
-  // Many rows: kManyRowsGroupThreads, as long as a row takes at most kMaxPasses passes.
-  EXPECT_EQ(choose_launch_shape(8192, 160, sms), (LaunchShape{g, c}));  // C4A 512
+  // Many rows: kManyRowsGroupThreads, as long as a row takes at most kMaxPasses passes (4: in
+  // whole steps 2 passes and 8-9 were slower, bench/results/2026-12-03-h200-group-step-trial).
+  EXPECT_EQ(P::kMaxPasses, 4);
+  EXPECT_EQ(choose_launch_shape(8192, 128, sms), (LaunchShape{g, c}));      // Flash C4A compressed part
+  EXPECT_EQ(choose_launch_shape(8192, 160, sms), (LaunchShape{2 * g, c}));  // Flash C4A 512, whole row
+  EXPECT_EQ(choose_launch_shape(8192, 256, sms), (LaunchShape{2 * g, c}));  // Pro C4A compressed part
+  EXPECT_EQ(choose_launch_shape(8192, 288, sms), (LaunchShape{4 * g, c}));  // Pro C4A 1024, whole row
   EXPECT_EQ(choose_launch_shape(8192, covered, sms), (LaunchShape{g, c}));
   EXPECT_EQ(choose_launch_shape(8192, covered + 1, sms), (LaunchShape{2 * g, c}));
   EXPECT_EQ(choose_launch_shape(8192, 1, sms, 8), (LaunchShape{narrow, 8}));
@@ -140,8 +145,8 @@ TEST(LaunchShapePolicy, NarrowGroupsForManyRowsWiderForWideRowsAndForStepsThatCa
   // it has them, up to a CTA per row.
   const int32_t rows_per_cta = P::kCtaThreads / g;
   const int32_t enough = sms * P::kMinCtasPerSm * rows_per_cta;
-  EXPECT_EQ(choose_launch_shape(enough, 160, sms).group_threads, g);
-  EXPECT_EQ(choose_launch_shape(enough - rows_per_cta, 160, sms).group_threads, 2 * g);
+  EXPECT_EQ(choose_launch_shape(enough, 128, sms).group_threads, g);
+  EXPECT_EQ(choose_launch_shape(enough - rows_per_cta, 128, sms).group_threads, 2 * g);
   const int32_t enough_narrow = sms * P::kMinCtasPerSm * (P::kCtaThreads / narrow);
   EXPECT_EQ(choose_launch_shape(enough_narrow, 32, sms).group_threads, narrow);
   EXPECT_EQ(choose_launch_shape(enough_narrow - P::kCtaThreads / narrow, 32, sms).group_threads, 2 * narrow);
