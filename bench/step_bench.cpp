@@ -46,6 +46,7 @@
 #include "bench/bench_cases.h"
 #include "bench/bench_main.h"
 #include "bench/build_bytes.h"
+#include "bench/step_floor_plan.h"
 #include "bench/step_variant.h"
 #include "harness/counting_builder.h"
 #include "harness/sharing_plan.h"
@@ -109,101 +110,15 @@ double target_us(const StepConfig& cfg) {
   return 0;
 }
 
-// The builds each mode makes in a step, in layer order, each with its part's bytes
-// (bench/build_bytes.h) and the regions it reads and writes (StreamedBuild ids): a C4A layer
-// reads its own indexer output, a cacheable kind's build (and the split SWA segment) inputs
-// of its own; every build writes an output of its own, except that a tail-only step's C4A
-// builds (and the one-launch window build) all write its one combined buffer. The byte floor
-// is the plan's total; cuda/step_floor/... streams the plan (StreamingSequence). Every C4A
-// layer of a benchmark step carries the same indexer output, so a kind's bytes are its first
-// layer's.
-struct FloorBuild {
-  BuildBytes bytes;
-  int input = 0, output = 0;
-};
-using FloorPlan = std::vector<FloorBuild>;
-
-int64_t plan_bytes(const FloorPlan& plan) {
-  int64_t total = 0;
-  for (const FloorBuild& b : plan) total += b.bytes.total();
-  return total;
-}
-
-std::vector<StreamedBuild> streamed_builds(const FloorPlan& plan) {
-  std::vector<StreamedBuild> builds;
-  for (const FloorBuild& b : plan) {
-    StreamedBuild s;
-    s.own_read_bytes = b.bytes.decode_inputs + b.bytes.prefill_topk;
-    s.shared_read_bytes = b.bytes.metadata + b.bytes.block_tables;  // the step's, L2-resident after the first
-    s.write_bytes = b.bytes.outputs;
-    s.input = b.input;
-    s.output = b.output;
-    builds.push_back(s);
-  }
-  return builds;
-}
-
+// The step's byte floor in each mode: its FloorPlan's total (bench/step_floor_plan.h).
 struct StepFloors {
-  FloorPlan uncached, seed, split, tail, tail_one_launch;
-  const FloorPlan& plan(const StepConfig& cfg) const {
-    if (!cfg.variant.cached) return uncached;
-    switch (cfg.variant.mode) {
-      case opt::SharingMode::kSeed: return seed;
-      case opt::SharingMode::kSplit: return split;
-      case opt::SharingMode::kTailOnly: return cfg.variant.one_launch ? tail_one_launch : tail;
-    }
-    return seed;
-  }
+  StepFloorPlans plans;
+  const FloorPlan& plan(const StepConfig& cfg) const { return plans.of(cfg.variant); }
   int64_t bytes(const StepConfig& cfg) const { return plan_bytes(plan(cfg)); }
 };
 
 StepFloors step_floors(const harness::StepShape& shape, const ref::ModelSchedule& schedule) {
-  const HostStep host = make_host_step(shape, schedule);
-  const int32_t layers = schedule.num_layers();
-  const auto kind_of = [&](int32_t l) {
-    return static_cast<int>(ref::layer_kind_from_ratio(schedule.compress_ratios[static_cast<size_t>(l)]));
-  };
-  BuildBytes whole[3], compressed[3], window;
-  bool seen[3] = {false, false, false};
-  for (int32_t l = 0; l < layers; ++l) {
-    const int k = kind_of(l);
-    if (seen[k]) continue;
-    seen[k] = true;
-    const ref::BuilderInputs in = bench_layer_inputs(host.step, schedule, host.c4a_per_layer, l);
-    whole[k] = build_bytes(in);
-    compressed[k] = build_bytes(in, BuildColumns::kCompressed);
-    window = build_bytes(ref::window_segment_inputs(in), BuildColumns::kWindow);
-  }
-  const int c4a = static_cast<int>(ref::LayerKind::kC4A);
-  // Input regions: layer l's own indexer output (C4A), layers + kind (the others), layers + 3
-  // (the SWA segment). Output regions: a new one per build, or `combined` (tail-only C4A).
-  const int segment_input = layers + 3;
-  int outputs = 0;
-  const int combined = outputs++;
-  StepFloors f;
-  bool built[3] = {false, false, false};
-  bool window_built = false;
-  for (int32_t l = 0; l < layers; ++l) {
-    const int k = kind_of(l);
-    const int input = k == c4a ? l : layers + k;
-    f.uncached.push_back({whole[k], input, outputs++});
-    if (k == c4a) {
-      f.seed.push_back({whole[k], input, outputs++});
-      f.split.push_back({compressed[k], input, outputs++});
-      f.tail.push_back({built[k] ? compressed[k] : whole[k], input, combined});
-      if (!window_built) f.tail_one_launch.push_back({window, segment_input, combined});
-      window_built = true;
-      f.tail_one_launch.push_back({compressed[k], input, combined});
-    } else if (!built[k]) {
-      f.seed.push_back({whole[k], input, outputs++});
-      f.split.push_back({compressed[k], input, outputs++});
-      f.tail.push_back({whole[k], input, outputs++});
-      f.tail_one_launch.push_back({whole[k], input, outputs++});
-    }
-    built[k] = true;
-  }
-  if (layers > 0) f.split.insert(f.split.begin(), FloorBuild{window, segment_input, outputs++});  // the one SWA segment
-  return f;
+  return StepFloors{step_floor_plans(shape, schedule)};
 }
 
 // Process-wide state besides bench_device(), torn down before it by the shared main().
