@@ -25,7 +25,8 @@ struct MixedSparseIndicesPolicy {
   // Many narrow rows (at most kNarrowRowPasses passes in groups of kMinGroupThreads: SWA-only,
   // C128A with E = 128) take those groups; wider rows start at kManyRowsGroupThreads. H200
   // sweeps, 5 repetitions (bench/results/2026-12-02-h200-policy-sweep): 8 beat 16 by 2-5 %
-  // on SWA-only and C128A prefill 8K, 16 was fastest or level on every wider prefill row.
+  // on SWA-only and C128A prefill 8K, 16 was fastest or level on every wider prefill row as a
+  // single build (in whole steps rows wider than 4 passes of 16 did better wider: kMaxPasses).
   static constexpr int32_t kNarrowRowPasses = 4;
   static constexpr int32_t kManyRowsGroupThreads = 16;
   // Chunks (16 bytes, or one column on the scalar path) a thread handles per pass: all their
