@@ -144,6 +144,25 @@ void launch_checked(const void* kernel, void** params, void* stream, const char*
   check(status, call, __FILE__, __LINE__);
 }
 
+// cudaLaunchKernelExC + cudaGetLastError, with programmatic dependent launch when asked, as
+// the builder's launcher launches its kernels.
+void launch_ex_checked(const void* kernel, dim3 grid, dim3 block, void** params, bool programmatic_launch,
+                       void* stream, const char* call) {
+  cudaLaunchAttribute programmatic{};
+  programmatic.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  programmatic.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.stream = as_stream(stream);
+  config.attrs = programmatic_launch ? &programmatic : nullptr;
+  config.numAttrs = programmatic_launch ? 1 : 0;
+  cudaError_t status = cudaLaunchKernelExC(&config, kernel, params);
+  const cudaError_t last = cudaGetLastError();  // also clears a launch error's state
+  if (status == cudaSuccess) status = last;
+  check(status, call, __FILE__, __LINE__);
+}
+
 }  // namespace
 
 std::string cuda_version_string(int version) {
@@ -409,19 +428,9 @@ void launch_empty_kernel(void* stream) {
 }
 
 void launch_empty_kernel_programmatic(void* stream) {
-  cudaLaunchAttribute programmatic{};
-  programmatic.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  programmatic.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(1);
-  config.blockDim = dim3(32);
-  config.stream = as_stream(stream);
-  config.attrs = &programmatic;
-  config.numAttrs = 1;
-  cudaError_t status = cudaLaunchKernelEx(&config, empty_kernel);
-  const cudaError_t last = cudaGetLastError();
-  if (status == cudaSuccess) status = last;
-  check(status, "cudaLaunchKernelEx(empty_kernel, programmatic) / cudaGetLastError", __FILE__, __LINE__);
+  void* params[] = {nullptr};  // the kernel takes none; a valid array all the same
+  launch_ex_checked(reinterpret_cast<const void*>(&empty_kernel), dim3(1), dim3(32), params, true, stream,
+                    "cudaLaunchKernelExC(empty_kernel, programmatic) / cudaGetLastError");
 }
 
 void launch_empty_kernel_args(void* stream, const LaunchFloorArgs& args) {
@@ -604,9 +613,6 @@ void StreamingSequence::launch(void* stream, int words) {
                        : words == 4 ? reinterpret_cast<const void*>(&streaming_bytes_kernel<4>)
                                     : nullptr;
   if (kernel == nullptr) throw std::invalid_argument("StreamingSequence::launch: words must be 1, 2 or 4");
-  cudaLaunchAttribute programmatic{};
-  programmatic.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  programmatic.val.programmaticStreamSerializationAllowed = 1;
   for (const StreamedBuild& b : builds_) {
     int64_t reads = words_of(b.own_read_bytes), shared_reads = words_of(b.shared_read_bytes);
     int64_t writes = words_of(b.write_bytes);
@@ -617,16 +623,8 @@ void StreamingSequence::launch(void* stream, int words) {
     int4* dst = static_cast<int4*>(outputs_[static_cast<size_t>(b.output)]);
     int4* sink = static_cast<int4*>(sink_);
     void* params[] = {&src, &reads, &shared, &shared_reads, &dst, &writes, &sink};
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(static_cast<unsigned>(ctas));
-    config.blockDim = dim3(kStreamingThreads);
-    config.stream = as_stream(stream);
-    config.attrs = &programmatic;
-    config.numAttrs = 1;
-    cudaError_t status = cudaLaunchKernelExC(&config, kernel, params);
-    const cudaError_t last = cudaGetLastError();
-    if (status == cudaSuccess) status = last;
-    check(status, "cudaLaunchKernelExC(streaming_bytes_kernel, programmatic)", __FILE__, __LINE__);
+    launch_ex_checked(kernel, dim3(static_cast<unsigned>(ctas)), dim3(kStreamingThreads), params, true, stream,
+                      "cudaLaunchKernelExC(streaming_bytes_kernel, programmatic) / cudaGetLastError");
   }
 }
 
@@ -642,22 +640,14 @@ LaunchFloorGraph::LaunchFloorGraph(void* stream, int nodes, int ctas, int hops, 
   std::vector<int32_t> host(ints, 0);
   for (int n = 0; n < nodes; ++n) host[static_cast<size_t>(n) * kPageInts] = nodes * kPageInts;
   BENCH_CUDA_CHECK(cudaMemcpy(chain_, host.data(), ints * sizeof(int32_t), cudaMemcpyHostToDevice));
-  cudaLaunchAttribute programmatic{};
-  programmatic.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  programmatic.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t launch{};
-  launch.gridDim = dim3(static_cast<unsigned>(ctas));
-  launch.blockDim = dim3(128);
-  launch.stream = as_stream(stream);
-  launch.attrs = programmatic_launch ? &programmatic : nullptr;
-  launch.numAttrs = programmatic_launch ? 1 : 0;
   cudaGraph_t graph = nullptr;
   BENCH_CUDA_CHECK(cudaStreamBeginCapture(as_stream(stream), cudaStreamCaptureModeThreadLocal));
   for (int n = 0; n < nodes; ++n) {
     int32_t first = n * kPageInts;
     int32_t node_hops = hops;
     void* params[] = {&sink_, &chain_, &first, &node_hops};  // copied at capture
-    BENCH_CUDA_CHECK(cudaLaunchKernelExC(&launch, reinterpret_cast<const void*>(&graph_floor_kernel), params));
+    launch_ex_checked(reinterpret_cast<const void*>(&graph_floor_kernel), dim3(static_cast<unsigned>(ctas)), dim3(128),
+                      params, programmatic_launch, stream, "cudaLaunchKernelExC(graph_floor_kernel) / cudaGetLastError");
   }
   BENCH_CUDA_CHECK(cudaStreamEndCapture(as_stream(stream), &graph));
   cudaGraphExec_t exec = nullptr;

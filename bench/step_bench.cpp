@@ -29,7 +29,7 @@
 //
 // cuda/step_floor/<model>/<case>/<variant> (uncached, cached, split, tail): the mode's byte floor
 // measured as launched: a streaming kernel per build of the mode, each moving that build's
-// bytes (StreamingSequence over step_floors' plan), timed like the step (BM_step_floor).
+// bytes (StreamingSequence over the staged step's FloorPlan), timed like the step (BM_step_floor).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -110,23 +110,12 @@ double target_us(const StepConfig& cfg) {
   return 0;
 }
 
-// The step's byte floor in each mode: its FloorPlan's total (bench/step_floor_plan.h).
-struct StepFloors {
-  StepFloorPlans plans;
-  const FloorPlan& plan(const StepConfig& cfg) const { return plans.of(cfg.variant); }
-  int64_t bytes(const StepConfig& cfg) const { return plan_bytes(plan(cfg)); }
-};
-
-StepFloors step_floors(const harness::StepShape& shape, const ref::ModelSchedule& schedule) {
-  return StepFloors{step_floor_plans(shape, schedule)};
-}
-
 // Process-wide state besides bench_device(), torn down before it by the shared main().
 struct Run {
   std::map<opt::Backend, std::unique_ptr<opt::MixedSparseIndicesBuilder>> builders;
   std::string staged_key;
   std::unique_ptr<StagedStep> staged;  // the most recent (backend, model, case) only
-  StepFloors floors;                   // of the staged step (CUDA: streamed by cuda/step_floor/...)
+  StepFloorPlans floors;               // of the staged step: its byte floors (bench/step_floor_plan.h)
   std::string staging_error;
   bool programmatic_launch = true;  // off: --no_programmatic_launch
   bool token_plan = true;           // the cache's per-step token plan; off: --no_token_plan
@@ -169,7 +158,7 @@ const StagedStep* staged_step(const StepConfig& cfg) {
     try {
       r.staged = stage_step(cfg.backend, bench_case(cfg.case_name).shape,
                             model_schedule(cfg.model), /*keep_host=*/false);
-      r.floors = step_floors(bench_case(cfg.case_name).shape, model_schedule(cfg.model));
+      r.floors = step_floor_plans(bench_case(cfg.case_name).shape, model_schedule(cfg.model));
     } catch (const std::exception& e) {
       r.staging_error = cfg.staging_key() + ": staging failed: " + e.what();
     }
@@ -298,7 +287,7 @@ void BM_step(benchmark::State& state, StepConfig cfg) {
   state.counters["builder_calls"] = static_cast<double>(expected_calls);
   state.counters["launches"] = static_cast<double>(expected.launches);
   state.counters["layers"] = s->schedule.num_layers();
-  const double floor_bytes = static_cast<double>(run().floors.bytes(cfg));
+  const double floor_bytes = static_cast<double>(plan_bytes(run().floors.of(cfg.variant)));
   state.counters["floor_bytes"] = floor_bytes;
   if (cuda && run().copy_gbps > 0) state.counters["floor_us"] = floor_bytes / (run().copy_gbps * 1e3);
   if (cuda) state.counters["gpu_waited_on_host"] = static_cast<double>(host_late) / static_cast<double>(n);
@@ -331,9 +320,10 @@ void BM_step_floor(benchmark::State& state, StepConfig cfg) {
   size_t launches = 0;
   int64_t floor_bytes = 0;
   try {
-    const StepFloors floors = step_floors(bench_case(cfg.case_name).shape, model_schedule(cfg.model));
-    floor_bytes = floors.bytes(cfg);
-    StreamingSequence sequence(streamed_builds(floors.plan(cfg)));
+    if (staged_step(cfg) == nullptr) throw std::runtime_error(run().staging_error);  // its plans with it
+    const FloorPlan& plan = run().floors.of(cfg.variant);
+    floor_bytes = plan_bytes(plan);
+    StreamingSequence sequence(streamed_builds(plan));
     launches = sequence.size();
     void* stream = cuda_stream(cfg.backend);
     EventTimer timer;
@@ -364,7 +354,7 @@ void BM_step_floor(benchmark::State& state, StepConfig cfg) {
       ++n;
     }
   } catch (const std::exception& e) {
-    state.SkipWithError((cfg.name() + ": step floor: " + e.what()).c_str());
+    state.SkipWithError((step_floor_name(cfg) + ": " + e.what()).c_str());
     return;
   }
   if (n == 0) return;
