@@ -59,7 +59,8 @@ __device__ __forceinline__ int32_t group_sum(int32_t value) {
 // One CTA = kCta threads in groups of kGroupThreads; a group owns one row (token) for the
 // kernel's whole life: grid = ceil(T / rows per CTA), no grid-stride loop, so every row's
 // dependent loads (token_to_req -> request metadata -> block table) are in flight at once as
-// far as CTAs fit, and the hardware fills the SMs as CTAs finish.
+// far as CTAs fit, and the hardware fills the SMs as CTAs finish (block b builds CTA
+// dispatch_cta(b): the heaviest rows first).
 // Within a row, thread `rank` handles chunks rank, rank + kGroupThreads, ... in passes of
 // kChunks (kVec4: 16-byte chunks, consecutive ranks store consecutive 16 bytes), the first
 // pass's input loads issued before the row's plan (build_row_share). kPowerOfTwo: both block
@@ -96,6 +97,17 @@ __device__ __forceinline__ void build_cta_rows(const MixedSparseIndicesArgs& arg
   }
 }
 
+// The CTA block blockIdx.x builds (cta_of_block): a launch's decode CTAs first, then its
+// prefill CTAs from the last.
+template <int kGroupThreads, RowKinds kRows>
+__device__ __forceinline__ uint32_t dispatch_cta(int32_t num_decode_tokens) {
+  constexpr int32_t kRowsPerCta = kCta / kGroupThreads;
+  const uint32_t decode_ctas = kRows == RowKinds::kDecode   ? gridDim.x
+                               : kRows == RowKinds::kPrefill ? 0u
+                                                             : static_cast<uint32_t>((num_decode_tokens + kRowsPerCta - 1) / kRowsPerCta);
+  return cta_of_block(blockIdx.x, gridDim.x, decode_ctas);
+}
+
 template <int kGroupThreads, int kChunks, bool kPowerOfTwo, bool kVec4, RowKinds kRows, bool kChecked = false,
           bool kParts = false>
 __global__ void __launch_bounds__(kCta, Policy::min_ctas_per_sm(kChunks)) mixed_sparse_indices_kernel(const MixedSparseIndicesArgs args) {
@@ -103,9 +115,9 @@ __global__ void __launch_bounds__(kCta, Policy::min_ctas_per_sm(kChunks)) mixed_
   if constexpr (kChecked) {
     MixedSparseIndicesArgs step = args;  // the capacities replaced by the step's sizes
     resolve_run_time_sizes(step);
-    build_cta_rows<kGroupThreads, kChunks, kPowerOfTwo, kVec4, kRows, true, kParts>(step, blockIdx.x);
+    build_cta_rows<kGroupThreads, kChunks, kPowerOfTwo, kVec4, kRows, true, kParts>(step, dispatch_cta<kGroupThreads, kRows>(step.num_decode_tokens));
   } else {
-    build_cta_rows<kGroupThreads, kChunks, kPowerOfTwo, kVec4, kRows, false, kParts>(args, blockIdx.x);
+    build_cta_rows<kGroupThreads, kChunks, kPowerOfTwo, kVec4, kRows, false, kParts>(args, dispatch_cta<kGroupThreads, kRows>(args.num_decode_tokens));
   }
 }
 
@@ -116,8 +128,10 @@ template <int kGroupThreads, int kChunks, bool kPowerOfTwo, bool kVec4, RowKinds
 __global__ void __launch_bounds__(kCta, Policy::min_ctas_per_sm(kChunks))
     multi_build_kernel(const __grid_constant__ MultiBuildArgs m) {
   begin_after_prior_grid();
-  const int b = build_of_cta(m, blockIdx.x);
-  build_cta_rows<kGroupThreads, kChunks, kPowerOfTwo, kVec4, kRows, false, true>(m.builds[b], blockIdx.x - m.first_cta[b]);
+  // (several builds: a decode-only launch in order, any other from the last CTA)
+  const uint32_t cta = dispatch_cta<kGroupThreads, kRows == RowKinds::kDecode ? kRows : RowKinds::kPrefill>(0);
+  const int b = build_of_cta(m, cta);
+  build_cta_rows<kGroupThreads, kChunks, kPowerOfTwo, kVec4, kRows, false, true>(m.builds[b], cta - m.first_cta[b]);
 }
 
 // SPEC §7 status of a step's metadata: the threads of one CTA (any size) check every request

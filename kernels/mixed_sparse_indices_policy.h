@@ -3,6 +3,8 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/host_device.h"
+
 namespace dsv4::kernels {
 
 struct MixedSparseIndicesPolicy {
@@ -96,6 +98,22 @@ constexpr bool fits_decode_chunks(int32_t row_chunks) {
 constexpr LaunchShape decode_chunk_shape(int32_t row_chunks) {
   constexpr int32_t kWarp = MixedSparseIndicesPolicy::kWarpThreads;
   return LaunchShape{(row_chunks + kWarp - 1) / kWarp * kWarp, 1, true};
+}
+
+// The CTA whose rows the block dispatched `block`-th of `grid` builds. The hardware starts a
+// grid's blocks in index order and refills SMs as they finish, so the blocks dispatched first
+// should hold the rows that take longest: the CTAs of decode rows (the first `decode_ctas`:
+// the general row path, a full top-k each) in order, then the prefill CTAs from the last. A
+// prefill row reads min(pos(t) / ratio, K) top-k columns, so the last rows of a request are
+// its heaviest; built first, they leave the light first rows to fill the end of the last
+// wave (longest-processing-time first). H200, same run against plain block order, planned
+// builds: C4A prefill 8K 12.49 -> 11.96 us (Flash), 19.36 -> 18.56 (Pro); with 32 decodes
+// 12.85 -> 12.33, 20.43 -> 19.89; every other prefill build level or faster; whole cached
+// steps Flash 8K 252.4 -> 244.7, Pro 8K 581.7 -> 576.9, Pro 8K with 32 decodes 606.3 -> 588.9
+// (Flash split and tail-only steps 1-2.7 us slower, within what the binaries alone move there:
+// bench/results/2026-12-03-h200-cta-order-trial).
+DSV4_HD constexpr uint32_t cta_of_block(uint32_t block, uint32_t grid, uint32_t decode_ctas) {
+  return block < decode_ctas ? block : grid - 1 - (block - decode_ctas);
 }
 
 // CTAs for num_tokens >= 0 rows: one per kCtaThreads / group_threads rows, every row at once

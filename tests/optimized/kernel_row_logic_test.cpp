@@ -118,6 +118,34 @@ TEST(BlockTableView, PowerOfTwoLookupMatchesWideArithmetic) {
   EXPECT_FALSE(BlockTableView::make(nullptr, 0, 0, 100).power_of_two);
 }
 
+// The hardware dispatches CTAs in block order, so the first blocks must build the longest
+// rows: a launch's decode CTAs (a full top-k each) in order, then its prefill CTAs from the
+// last (a prefill row's top-k grows with its position); the light first rows of a request
+// fill the end of the last wave.
+TEST(LaunchShapePolicy, BlocksBuildDecodeRowsThenTheLastPrefillRowsFirst) {
+  using P = MixedSparseIndicesPolicy;
+  EXPECT_EQ(cta_of_block(0, 1, 0), 0u);
+  EXPECT_EQ(cta_of_block(0, 5, 0), 4u);
+  EXPECT_EQ(cta_of_block(4, 5, 0), 0u);
+  EXPECT_EQ(cta_of_block(0, 5, 2), 0u);  // decode CTAs 0 and 1 first, in order
+  EXPECT_EQ(cta_of_block(1, 5, 2), 1u);
+  EXPECT_EQ(cta_of_block(2, 5, 2), 4u);  // then prefill CTAs 4, 3, 2
+  EXPECT_EQ(cta_of_block(4, 5, 2), 2u);
+  EXPECT_EQ(cta_of_block(3, 5, 5), 3u);  // a decode-only launch: block order
+  for (uint32_t grid = 1; grid <= 130; ++grid) {  // every CTA's rows built once
+    for (uint32_t decode_ctas = 0; decode_ctas <= grid; ++decode_ctas) {
+      std::vector<int> built(grid, 0);
+      for (uint32_t block = 0; block < grid; ++block) ++built.at(cta_of_block(block, grid, decode_ctas));
+      ASSERT_EQ(std::count(built.begin(), built.end(), 1), static_cast<std::ptrdiff_t>(grid)) << grid << " " << decode_ctas;
+    }
+  }
+  // Flash C4A, prefill 8192: the first block holds row 8191.
+  const LaunchShape shape = choose_launch_shape(8192, 160, 132);
+  const auto grid = static_cast<uint32_t>(grid_ctas(shape, 8192));
+  const int32_t rows_per_cta = P::kCtaThreads / shape.group_threads;
+  EXPECT_EQ(static_cast<int32_t>(cta_of_block(0, grid, 0)) * rows_per_cta + rows_per_cta - 1, 8191);
+}
+
 TEST(LaunchShapePolicy, NarrowGroupsForManyRowsWiderForWideRowsAndForStepsThatCannotFillTheGpu) {
   using P = MixedSparseIndicesPolicy;
   const int32_t sms = 132;
