@@ -9,9 +9,11 @@ Kernel configs (DIR/<model>_<kind>_<case>/): the peer's output must equal the re
 (ref_sparse_indices.npy, ref_sparse_lens.npy) element for element, and its content-error
 count meta.json's; a mismatch prints the first (row, column, got, want) and the config is
 not timed. Timing, as kernel_bench's: before each call a read-only L2 flush (a reduction
-over a 512 MiB buffer; still running when the call's launch is enqueued, so it is the head
-start too), CUDA events around build(); median device us and median host us of the call
-(no sync) over --reps calls. -> OUTDIR/peer_kernel.json
+over a 512 MiB buffer), then a spin kernel as head start, long enough for the host to enqueue
+the call before the GPU reaches it (twice the previous call's host time plus 50 us: the
+peer's Python path takes 50-150 us, more than the flush alone covers), CUDA events around
+build(); median device us and median host us of the call (no sync) over --reps calls.
+-> OUTDIR/peer_kernel.json
 
 --step (DIR/step_<model>_<case>/): the whole step, layer by layer, with the seed's per-step
 cache (SPEC §5): SWA-only and C128A built once and reused by later layers of that kind,
@@ -153,6 +155,14 @@ class Peer:
         self.torch.cuda._sleep(int(us * self.cycles_per_us))
 
 
+def head_start_us(host_us):
+    """The spin before a timed call, from the host time of the call before it: long enough
+    that the host has enqueued the call when the GPU reaches it, so the events time the
+    device work and not the host's launch path (a spin shorter than that path puts the gap
+    between them into the device time)."""
+    return min(max(2.0 * host_us + 50.0, 100.0), 20000.0)
+
+
 class Results(list):
     """The results so far, rewritten to `path` (when given) after each one: a stage killed at
     its time cap still leaves every finished config, in a complete JSON file."""
@@ -242,16 +252,19 @@ def run_kernels(peer, configs, reps, results):
         timed = {}
         for checked in (True, False):
             for _ in range(3):  # warm-up: the first calls of a shape are not the steady state
+                t0 = time.perf_counter()
                 peer.build(inputs, meta, checked)
+                last_host_us = (time.perf_counter() - t0) * 1e6
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             device_us, host_us = [], []
             for _ in range(reps):
                 peer.flush_l2()
-                peer.head_start(20)  # as kernel_bench: the host enqueues the build meanwhile
+                peer.head_start(head_start_us(last_host_us))  # the host enqueues the build meanwhile
                 start.record()
                 t0 = time.perf_counter()
                 out = peer.build(inputs, meta, checked)
-                host_us.append((time.perf_counter() - t0) * 1e6)
+                last_host_us = (time.perf_counter() - t0) * 1e6
+                host_us.append(last_host_us)
                 end.record()
                 end.synchronize()
                 device_us.append(start.elapsed_time(end) * 1000.0)
@@ -325,7 +338,6 @@ def time_step(peer, fn, reps):
     torch = peer.torch
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     wall, device, host = [], [], []
-    head_start_us = 1000.0
     for _ in range(reps):
         # Wall: the stream idle at the start, the host clock until the sync returns.
         peer.flush_l2()
@@ -338,9 +350,8 @@ def time_step(peer, fn, reps):
         host.append((t1 - t0) * 1e6)
         del out
         # Device: the host enqueues the whole step during the spin, so no launch gaps.
-        head_start_us = min(max(2.0 * host[-1] + 50.0, 100.0), 20000.0)
         peer.flush_l2()
-        peer.head_start(head_start_us)
+        peer.head_start(head_start_us(host[-1]))
         start.record()
         out = fn()
         end.record()
