@@ -28,7 +28,7 @@ struct MixedSparseIndicesPolicy {
   // C128A with E = 128) take those groups; wider rows start at kManyRowsGroupThreads. H200
   // sweeps, 5 repetitions (bench/results/2026-12-02-h200-policy-sweep): 8 beat 16 by 2-5 %
   // on SWA-only and C128A prefill 8K, 16 was fastest or level on every wider prefill row as a
-  // single build (in whole steps rows wider than 4 passes of 16 did better wider: kMaxPasses).
+  // single build (in whole steps rows wider than 4.5 passes of 16 did better wider: kMaxHalfPasses).
   static constexpr int32_t kNarrowRowPasses = 4;
   static constexpr int32_t kManyRowsGroupThreads = 16;
   // Chunks (16 bytes, or one column on the scalar path) a thread handles per pass: all their
@@ -42,13 +42,16 @@ struct MixedSparseIndicesPolicy {
   // CTA per row), so that its rows spread over every SM. (2 widened 1K-token prefills one
   // step too far: 128 threads a row where 64 were 2-4 % faster, same sweeps.)
   static constexpr int32_t kMinCtasPerSm = 1;
-  // Passes a row may take in its starting group (kManyRowsGroupThreads for all but narrow rows)
-  // before the group widens. Whole cached prefill-8K steps on the H200 (same run, 2 rounds,
-  // bench/results/2026-12-03-h200-group-step-trial): 4 passes were fastest; 2 (Flash's 128-chunk
-  // compressed part in groups of 32: +3 %) and 8-9 (Pro's rows in groups of 16: +4-6 %) slower.
-  // (16 until then: one build at a time after an L2 flush ranked the groups alike or within
-  // the spread, 2026-12-02-h200-policy-sweep.)
-  static constexpr int32_t kMaxPasses = 4;
+  // Half passes a row may take in its starting group (kManyRowsGroupThreads for all but narrow
+  // rows) before the group widens: 9, at most 4.5 passes. Whole cached prefill-8K steps on the
+  // H200 (bench/results/2026-12-03-h200-group-step-trial): 2 passes (Flash's 128-chunk compressed
+  // part in groups of 32: +3 %) and 8-9 (Pro's rows in groups of 16: +4-6 %) slower than 3-5.
+  // With the heaviest rows first (cta_of_block), same call, 2 rounds (2026-12-03-h200-pass-rule-
+  // trial): Pro's 288-chunk rows in 4.5 passes of 32 against 2.25 of 64: planned C4A 8K 18.70 ->
+  // 18.26 us, with 32 decodes 20.04 -> 18.28, C128A after 120K 21.20 -> 20.92, the cached Pro step
+  // 580.8 -> 562.8 us device; Flash's 160-chunk rows in 5 passes of 16 against 2.5 of 32: C4A
+  // 8K 12.11 -> 12.37, Flash step 246.5 -> 258.8 (so 4.5, not 5).
+  static constexpr int32_t kMaxHalfPasses = 9;
   // Decode-only steps whose rows have at most this many 16-byte chunks take the decode-chunk
   // kernel: a CTA per row (the chunks rounded up to whole warps), a thread per chunk.
   static constexpr int32_t kDecodeRowMaxChunks = 1024;
@@ -73,7 +76,7 @@ constexpr bool valid_group_threads(int32_t g) {
 
 // Rows in flight bound these kernels (each row is a chain of dependent loads: token_to_req ->
 // request metadata -> block table), so a step of many rows takes narrow groups, many rows per
-// SM; rows wider than kMaxPasses passes of them take wider groups; and a step too small to
+// SM; rows wider than kMaxHalfPasses / 2 passes of them take wider groups; and a step too small to
 // give every SM kMinCtasPerSm CTAs that way takes wider groups until it does (up to a CTA a
 // row), so that its rows spread over the whole GPU. (Measured: kernel_bench --shape_sweep,
 // bench/results/.)
@@ -82,7 +85,7 @@ constexpr LaunchShape choose_launch_shape(int32_t num_tokens, int32_t row_chunks
   using P = MixedSparseIndicesPolicy;
   const bool narrow = static_cast<int64_t>(P::kMinGroupThreads) * chunks * P::kNarrowRowPasses >= row_chunks;
   int32_t g = narrow ? P::kMinGroupThreads : P::kManyRowsGroupThreads;
-  while (g < P::kCtaThreads && static_cast<int64_t>(g) * chunks * P::kMaxPasses < row_chunks) g *= 2;
+  while (g < P::kCtaThreads && static_cast<int64_t>(g) * chunks * P::kMaxHalfPasses < 2 * static_cast<int64_t>(row_chunks)) g *= 2;
   const int64_t min_ctas = static_cast<int64_t>(sm_count < 1 ? 1 : sm_count) * P::kMinCtasPerSm;
   while (g < P::kCtaThreads &&
          (static_cast<int64_t>(num_tokens) * g + P::kCtaThreads - 1) / P::kCtaThreads < min_ctas) {
