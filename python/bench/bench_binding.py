@@ -23,7 +23,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 import dsv4_indices  # noqa: E402
 from dsv4_indices import reference  # noqa: E402
-from engine_step import make_step  # noqa: E402
+from step_arrays import make_step  # noqa: E402
 
 try:
     import torch
