@@ -128,8 +128,8 @@ template <int kGroupThreads, int kChunks, bool kPowerOfTwo, bool kVec4, RowKinds
 __global__ void __launch_bounds__(kCta, Policy::min_ctas_per_sm(kChunks))
     multi_build_kernel(const __grid_constant__ MultiBuildArgs m) {
   begin_after_prior_grid();
-  // (several builds: a decode-only launch in order, any other from the last CTA)
-  const uint32_t cta = dispatch_cta<kGroupThreads, kRows == RowKinds::kDecode ? kRows : RowKinds::kPrefill>(0);
+  // Several builds: a decode-only launch in block order, any other from its last CTA.
+  const uint32_t cta = kRows == RowKinds::kDecode ? blockIdx.x : cta_of_block(blockIdx.x, gridDim.x, 0);
   const int b = build_of_cta(m, cta);
   build_cta_rows<kGroupThreads, kChunks, kPowerOfTwo, kVec4, kRows, false, true>(m.builds[b], cta - m.first_cta[b]);
 }
