@@ -2,6 +2,7 @@
 // (mixed_sparse_indices_row.h), and their launcher.
 #include <cuda_runtime.h>
 
+#include "kernels/decode_chunk_args.h"
 #include "kernels/mixed_sparse_indices_launch.h"
 #include "kernels/mixed_sparse_indices_policy.h"
 #include "kernels/mixed_sparse_indices_row.h"
@@ -202,9 +203,7 @@ enum class DecodeForm : uint8_t { kWindowOnly, kGlobal, kLocal };
 // content error. With `status`, one more CTA checks the step's metadata and writes it, so a
 // step graph needs no separate check launch.
 template <DecodeForm kForm, bool kChecked, bool kParts>
-__global__ void __launch_bounds__(Policy::kDecodeRowMaxChunks)
-    decode_chunk_kernel(const MixedSparseIndicesArgs args, MetadataStatus* status) {
-  begin_after_prior_grid();
+__device__ __forceinline__ void build_decode_chunk(const MixedSparseIndicesArgs& args, MetadataStatus* status) {
   if constexpr (kChecked) {
     if (status != nullptr && blockIdx.x == gridDim.x - 1) {
       check_step_metadata(args, status);
@@ -319,6 +318,21 @@ __global__ void __launch_bounds__(Policy::kDecodeRowMaxChunks)
     if (!kChecked && !in_range) ++errors;
   }
   if (k % kWarp == 0 && errors != 0) atomicAdd(a.content_errors, static_cast<unsigned long long>(errors));
+}
+
+// Unchecked builds take the short argument (decode_chunk_args.h: launches of a few-us build
+// pay for every byte of it); checked ones the whole struct, which the metadata checks read.
+template <DecodeForm kForm, bool kParts>
+__global__ void __launch_bounds__(Policy::kDecodeRowMaxChunks) decode_chunk_kernel(const DecodeChunkArgs args) {
+  begin_after_prior_grid();
+  build_decode_chunk<kForm, false, kParts>(args.expand(), nullptr);
+}
+
+template <DecodeForm kForm>
+__global__ void __launch_bounds__(Policy::kDecodeRowMaxChunks)
+    checked_decode_chunk_kernel(const MixedSparseIndicesArgs args, MetadataStatus* status) {
+  begin_after_prior_grid();
+  build_decode_chunk<kForm, true, false>(args, status);
 }
 
 using KernelFunction = void (*)(MixedSparseIndicesArgs);
@@ -484,19 +498,29 @@ KernelStatus launch_metadata_check(const MixedSparseIndicesArgs& args, MetadataS
                 config.programmatic_launch, stream, "cudaLaunchKernelExC(metadata_check_kernel)", __LINE__);
 }
 
-template <bool kChecked, bool kParts>
-const void* decode_chunk_kernel_for(const MixedSparseIndicesArgs& args) {
-  if (args.decode_width == 0) {
-    return reinterpret_cast<const void*>(&decode_chunk_kernel<DecodeForm::kWindowOnly, kChecked, kParts>);
-  }
-  if (args.decode_local) return reinterpret_cast<const void*>(&decode_chunk_kernel<DecodeForm::kLocal, kChecked, kParts>);
-  return reinterpret_cast<const void*>(&decode_chunk_kernel<DecodeForm::kGlobal, kChecked, kParts>);
+DecodeForm decode_form(const MixedSparseIndicesArgs& args) {
+  if (args.decode_width == 0) return DecodeForm::kWindowOnly;
+  return args.decode_local ? DecodeForm::kLocal : DecodeForm::kGlobal;
 }
 
-// Run-time-size builds are whole rows (SPEC §8 parts need host sizes: validation.cpp).
-const void* decode_chunk_kernel_for(const MixedSparseIndicesArgs& args) {
-  if (args.run_time_sizes != nullptr) return decode_chunk_kernel_for<true, false>(args);
-  return whole_row_build(args) ? decode_chunk_kernel_for<false, false>(args) : decode_chunk_kernel_for<false, true>(args);
+template <bool kParts>
+const void* decode_chunk_kernel_for(DecodeForm form) {
+  switch (form) {
+    case DecodeForm::kWindowOnly: return reinterpret_cast<const void*>(&decode_chunk_kernel<DecodeForm::kWindowOnly, kParts>);
+    case DecodeForm::kGlobal: return reinterpret_cast<const void*>(&decode_chunk_kernel<DecodeForm::kGlobal, kParts>);
+    case DecodeForm::kLocal: break;
+  }
+  return reinterpret_cast<const void*>(&decode_chunk_kernel<DecodeForm::kLocal, kParts>);
+}
+
+// Run-time-size (checked) builds are whole rows (SPEC §8 parts need host sizes: validation.cpp).
+const void* checked_decode_chunk_kernel_for(DecodeForm form) {
+  switch (form) {
+    case DecodeForm::kWindowOnly: return reinterpret_cast<const void*>(&checked_decode_chunk_kernel<DecodeForm::kWindowOnly>);
+    case DecodeForm::kGlobal: return reinterpret_cast<const void*>(&checked_decode_chunk_kernel<DecodeForm::kGlobal>);
+    case DecodeForm::kLocal: break;
+  }
+  return reinterpret_cast<const void*>(&checked_decode_chunk_kernel<DecodeForm::kLocal>);
 }
 
 KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
@@ -523,11 +547,20 @@ KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
   if (rows_launched <= 0) return KernelStatus{};
   MetadataStatus* build_status = status_in_build ? status : nullptr;
   void* params[] = {const_cast<MixedSparseIndicesArgs*>(&args), &build_status};  // copied at launch
-  if (shape.decode_chunks) {
-    const void* kernel = decode_chunk_kernel_for(args);
-    return launch(kernel, grid_ctas(shape, rows_launched) + (status_in_build ? 1 : 0), shape.group_threads, params,
+  if (shape.decode_chunks && checked) {
+    return launch(checked_decode_chunk_kernel_for(decode_form(args)),
+                  grid_ctas(shape, rows_launched) + (status_in_build ? 1 : 0), shape.group_threads, params,
                   config.programmatic_launch, stream,
-                  "cudaLaunchKernelExC(decode_chunk_kernel) / cudaGetLastError", __LINE__);
+                  "cudaLaunchKernelExC(checked_decode_chunk_kernel) / cudaGetLastError", __LINE__);
+  }
+  if (shape.decode_chunks) {
+    DecodeChunkArgs decode_args = DecodeChunkArgs::of(args);
+    void* decode_params[] = {&decode_args};  // copied at launch
+    const void* kernel = whole_row_build(args) ? decode_chunk_kernel_for<false>(decode_form(args))
+                                               : decode_chunk_kernel_for<true>(decode_form(args));
+    return launch(kernel, grid_ctas(shape, rows_launched), shape.group_threads, decode_params,
+                  config.programmatic_launch, stream, "cudaLaunchKernelExC(decode_chunk_kernel) / cudaGetLastError",
+                  __LINE__);
   }
   RowKinds rows = row_kinds(args);
   if (checked) rows = args.prefill_rows == 0 ? RowKinds::kDecode : RowKinds::kBoth;

@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "harness/generators.h"
 #include "harness/hand_cases.h"
 #include "harness/staged_request.h"
 #include "harness/step_factory.h"
+#include "kernels/decode_chunk_args.h"
 #include "kernels/fast_divider.h"
 #include "kernels/mixed_sparse_indices_policy.h"
 #include "kernels/mixed_sparse_indices_row.h"
@@ -210,7 +212,20 @@ TEST(LaunchShapePolicy, NarrowGroupsForManyRowsWiderForWideRowsAndForStepsThatCa
   EXPECT_FALSE(valid_group_threads(512));
 }
 
-enum class Path { kAsChosen, kScalar, kGeneralBlockMath };
+// kDecodeChunkArgs: the build's args cut to DecodeChunkArgs and expanded back, as the
+// decode-chunk kernel gets them (decode-only builds on the power-of-two 16-byte path only).
+enum class Path { kAsChosen, kScalar, kGeneralBlockMath, kDecodeChunkArgs };
+
+// Whether `path` applies to `a` (kDecodeChunkArgs: the decode-chunk kernel's builds), and `a`
+// as that path builds it.
+bool take_path(Path path, MixedSparseIndicesArgs& a) {
+  if (path == Path::kScalar) a.vector_path = false;
+  if (path == Path::kGeneralBlockMath) a.power_of_two_blocks = false;  // the divider is exact too
+  if (path != Path::kDecodeChunkArgs) return true;
+  if (a.num_decode_tokens != a.num_tokens || !a.power_of_two_blocks || !a.vector_path) return false;
+  a = DecodeChunkArgs::of(a).expand();
+  return true;
+}
 
 // Every non-empty matrix input has 16-byte rows: an aligned start and a stride of 4k elements.
 bool all_input_rows_16_byte_aligned(const BuildRequest& r) {
@@ -302,8 +317,11 @@ int64_t build_as_groups(const MixedSparseIndicesArgs& a, int32_t group_threads, 
   if (a.power_of_two_blocks != want_pow2) {
     return ::testing::AssertionFailure() << "power_of_two_blocks " << a.power_of_two_blocks;
   }
-  if (path == Path::kScalar) a.vector_path = false;
-  if (path == Path::kGeneralBlockMath) a.power_of_two_blocks = false;  // the divider is exact too
+  if (!take_path(path, a)) {
+    release_host(indices);
+    release_host(lens);
+    return ::testing::AssertionSuccess() << "path not taken";
+  }
   const int64_t errors = build_as_groups(a, group_threads, chunks);
   harness::HostIndices actual;
   actual.sparse_indices = Eigen::Map<const ref::IndexMatrix>(indices, T, width);
@@ -349,8 +367,7 @@ TEST(RowLogicAsGpuGroups, RandomBuildsOnEveryPathGroupAndChunkCount) {
   std::vector<int32_t> lens(static_cast<size_t>(T) + 1, testing::kPoisonedLength);
   MixedSparseIndicesArgs a =
       make_mixed_sparse_indices_args(request, BuiltIndices{indices.data(), lens.data(), T, width, width}, nullptr);
-  if (path == Path::kScalar) a.vector_path = false;
-  if (path == Path::kGeneralBlockMath) a.power_of_two_blocks = false;
+  if (!take_path(path, a)) return ::testing::AssertionSuccess() << "path not taken";
   const int64_t errors = build_as_groups(a, group_threads, chunks);
   if (indices.back() != testing::kPoisonedIndex || lens.back() != testing::kPoisonedLength) {
     return ::testing::AssertionFailure() << "written past the output";
@@ -382,6 +399,34 @@ TEST(RowLogicAsGpuGroups, EveryPartOfRandomBuildsOnEveryPathAndGroup) {
       }
     }
   }
+}
+
+// DecodeChunkArgs carries a whole decode-only build: random decode-only builds on the
+// decode-chunk kernel's path (power-of-two blocks, 16-byte rows), whole and in every SPEC §8
+// part, built from their args cut to DecodeChunkArgs and expanded back (as that kernel gets
+// them) match the reference; a field the cut drops but a decode row reads breaks them.
+TEST(DecodeChunkArgs, CarryEveryDecodeOnlyBuildAndPartOnTheDecodeChunkPath) {
+  harness::BuildLimits decodes;
+  decodes.decode_only = true;
+  int32_t taken = 0;
+  const auto count = [&taken](const ::testing::AssertionResult& result) {
+    if (std::string(result.message()) != "path not taken") ++taken;
+    return result;
+  };
+  for (uint64_t seed = 0; seed < 1000; ++seed) {
+    const ref::BuilderInputs in = harness::draw(harness::gen_builder_inputs(decodes), 54000 + seed);
+    const harness::RequestLayout staging = harness::draw(harness::gen_request_layout(), 54000 + seed);
+    for (int32_t group : {1, 32}) {
+      ASSERT_TRUE(count(groups_match_reference(in, group, 1, Path::kDecodeChunkArgs, staging)))
+          << "seed " << 54000 + seed << " group " << group << ": " << harness::describe(in);
+      for (RowPart part : {RowPart::kWindow, RowPart::kCompressed, RowPart::kTail}) {
+        ASSERT_TRUE(count(part_matches_reference(in, part, group, 1, Path::kDecodeChunkArgs, staging)))
+            << "seed " << 54000 + seed << " part " << row_part_name(part) << " group " << group << ": "
+            << harness::describe(in);
+      }
+    }
+  }
+  EXPECT_GE(taken, 500) << "too few builds on the decode-chunk path to say anything";
 }
 
 // The fast prefill row (power-of-two blocks, 16-byte rows) builds every SPEC §8 part of
