@@ -1,8 +1,8 @@
 // The argument of an unchecked decode-chunk build (host sizes, decode-only rows, power-of-two
 // blocks, 16-byte path): the fields of MixedSparseIndicesArgs such a build reads, 160 bytes
 // instead of 368. A kernel's argument is copied at every launch, and the size shows in short
-// builds: on an H200 the decode builds took 0.2-0.3 us less with this argument than with the
-// whole struct (bench/results/2026-12-03-h200-compact-decode-args-trial/), a few-us build.
+// builds: on an H200 the decode builds launched alone took 0.14-0.35 us less with this
+// argument than with the whole struct (bench/results/2026-12-03-h200-compact-decode-args-trial/).
 #pragma once
 #include <cstdint>
 #include <type_traits>
