@@ -112,6 +112,12 @@ __global__ void streaming_wait_kernel(uint4* buffer, size_t count, uint64_t ns) 
 // The launch floor's kernels: nothing to do, so their time is the launch alone.
 __global__ void empty_kernel() {}
 __global__ void empty_kernel_args(LaunchFloorArgs) {}
+template <int kBytes>
+struct SizedArg {
+  alignas(8) unsigned char bytes[kBytes];
+};
+template <int kBytes>
+__global__ void empty_kernel_sized_args(SizedArg<kBytes>) {}
 
 // A build's launch-and-order skeleton (LaunchFloorGraph): wait for the grid before, let the
 // next one launch, follow `hops` dependent reads from chain[first], one store per CTA.
@@ -437,6 +443,28 @@ void launch_empty_kernel_args(void* stream, const LaunchFloorArgs& args) {
   void* params[] = {const_cast<LaunchFloorArgs*>(&args)};  // copied at launch
   launch_checked(reinterpret_cast<const void*>(&empty_kernel_args), params, stream,
                  "cudaLaunchKernel(empty_kernel_args) / cudaGetLastError");
+}
+
+namespace {
+template <int kBytes>
+void launch_sized(void* stream) {
+  SizedArg<kBytes> arg{};
+  void* params[] = {&arg};  // copied at launch
+  launch_ex_checked(reinterpret_cast<const void*>(&empty_kernel_sized_args<kBytes>), dim3(1), dim3(32), params, true,
+                    stream, "cudaLaunchKernelExC(empty_kernel_sized_args) / cudaGetLastError");
+}
+}  // namespace
+
+void launch_empty_kernel_sized_args(void* stream, int bytes) {
+  constexpr int kSizes[] = {kLaunchFloorArgBytes[0], kLaunchFloorArgBytes[1], kLaunchFloorArgBytes[2],
+                            kLaunchFloorArgBytes[3], kLaunchFloorArgBytes[4]};
+  static_assert(sizeof(kSizes) == sizeof(kLaunchFloorArgBytes), "one launcher per size");
+  if (bytes == kSizes[0]) return launch_sized<kSizes[0]>(stream);
+  if (bytes == kSizes[1]) return launch_sized<kSizes[1]>(stream);
+  if (bytes == kSizes[2]) return launch_sized<kSizes[2]>(stream);
+  if (bytes == kSizes[3]) return launch_sized<kSizes[3]>(stream);
+  if (bytes == kSizes[4]) return launch_sized<kSizes[4]>(stream);
+  throw std::invalid_argument("launch_empty_kernel_sized_args: no kernel for " + std::to_string(bytes) + " bytes");
 }
 
 DependentReadChain::DependentReadChain() {

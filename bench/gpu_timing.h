@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "kernels/decode_chunk_args.h"
 #include "kernels/mixed_sparse_indices_args.h"
+#include "kernels/multi_build.h"
 
 namespace dsv4::bench {
 
@@ -201,6 +203,15 @@ struct LaunchFloorArgs {
 static_assert(sizeof(LaunchFloorArgs) == sizeof(kernels::MixedSparseIndicesArgs),
               "the floor's argument must be as large as the builder's");
 void launch_empty_kernel_args(void* stream, const LaunchFloorArgs& args);
+// The same with a zeroed by-value argument of each size the builder's launches use (and two
+// more), launched like the builder (cudaLaunchKernelExC, programmatic): what the argument's
+// size costs a launch, as a curve (a decode build's DecodeChunkArgs, the group kernel's
+// MixedSparseIndicesArgs, the one-launch kernel's MultiBuildArgs).
+inline constexpr int kLaunchFloorArgBytes[] = {64, static_cast<int>(sizeof(kernels::DecodeChunkArgs)),
+                                               static_cast<int>(sizeof(kernels::MixedSparseIndicesArgs)), 768,
+                                               static_cast<int>(sizeof(kernels::MultiBuildArgs))};
+// bytes: one of kLaunchFloorArgBytes (else std::invalid_argument).
+void launch_empty_kernel_sized_args(void* stream, int bytes);
 
 // The latency floor of a small build: one thread following `hops` dependent reads through a
 // device buffer (each in another 4 KiB page, so after an L2 flush each is a DRAM round trip),

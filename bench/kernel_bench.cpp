@@ -311,11 +311,14 @@ void BM_kernel(benchmark::State& state, KernelConfig cfg) {
 
 // The launch floors, timed exactly as BM_kernel times a build: an empty kernel (with and
 // without a builder-sized argument), and one thread's chain of `hops` dependent DRAM reads.
-enum class Floor { kEmpty, kEmptyProgrammatic, kEmptyArgs, kDependentReads };
-void BM_launch_floor(benchmark::State& state, Floor floor, int hops) {
+// `size`: the dependent reads' hops, or the sized argument's bytes.
+enum class Floor { kEmpty, kEmptyProgrammatic, kEmptyArgs, kEmptySizedArgs, kDependentReads };
+void BM_launch_floor(benchmark::State& state, Floor floor, int size) {
+  const int hops = size, bytes = size;
   const std::string name = floor == Floor::kEmpty               ? "cuda/launch_floor/empty_kernel"
                            : floor == Floor::kEmptyProgrammatic ? "cuda/launch_floor/empty_kernel_programmatic"
                            : floor == Floor::kEmptyArgs         ? "cuda/launch_floor/empty_kernel_args"
+                           : floor == Floor::kEmptySizedArgs    ? "cuda/launch_floor/arg_bytes/" + std::to_string(bytes)
                                                                 : "cuda/launch_floor/dependent_reads_" +
                                                                       std::to_string(hops);
   void* stream = bench_device().stream->get();
@@ -326,6 +329,7 @@ void BM_launch_floor(benchmark::State& state, Floor floor, int hops) {
       case Floor::kEmpty: launch_empty_kernel(stream); break;
       case Floor::kEmptyProgrammatic: launch_empty_kernel_programmatic(stream); break;
       case Floor::kEmptyArgs: launch_empty_kernel_args(stream, args); break;
+      case Floor::kEmptySizedArgs: launch_empty_kernel_sized_args(stream, bytes); break;
       case Floor::kDependentReads: chain->launch(stream, hops); break;
     }
   };
@@ -362,9 +366,14 @@ void BM_launch_floor(benchmark::State& state, Floor floor, int hops) {
   if (n == 0) return;
   state.counters["device_us"] = device_total / static_cast<double>(n);
   state.counters["host_us"] = host_total / static_cast<double>(n);
-  state.counters["arg_bytes"] = floor == Floor::kEmptyArgs ? static_cast<double>(sizeof(LaunchFloorArgs)) : 0.0;
+  state.counters["arg_bytes"] = floor == Floor::kEmptyArgs        ? static_cast<double>(sizeof(LaunchFloorArgs))
+                                : floor == Floor::kEmptySizedArgs ? static_cast<double>(bytes)
+                                                                  : 0.0;
   state.SetLabel(floor == Floor::kEmptyArgs ? "empty kernel, by-value argument of sizeof(MixedSparseIndicesArgs); "
                                               "CUDA events, L2 flushed"
+                 : floor == Floor::kEmptySizedArgs
+                     ? "empty kernel, zeroed by-value argument of arg_bytes, cudaLaunchKernelEx (programmatic); CUDA "
+                       "events, L2 flushed"
                  : floor == Floor::kEmpty   ? "empty kernel, 1 CTA x 32 threads; CUDA events, L2 flushed"
                  : floor == Floor::kEmptyProgrammatic
                      ? "empty kernel, cudaLaunchKernelEx with programmatic stream serialization; CUDA events, L2 flushed"
@@ -557,6 +566,13 @@ void register_benchmarks(const BackendChoice& backends) {
       for (const auto& [name, floor] : floors) {
         benchmark::RegisterBenchmark((prefix + "/launch_floor/" + name).c_str(), BM_launch_floor,
                                      floor.first, floor.second)
+            ->UseManualTime()
+            ->Iterations(kCudaIterations)
+            ->Unit(benchmark::kMicrosecond);
+      }
+      for (int bytes : kLaunchFloorArgBytes) {
+        benchmark::RegisterBenchmark((prefix + "/launch_floor/arg_bytes/" + std::to_string(bytes)).c_str(),
+                                     BM_launch_floor, Floor::kEmptySizedArgs, bytes)
             ->UseManualTime()
             ->Iterations(kCudaIterations)
             ->Unit(benchmark::kMicrosecond);

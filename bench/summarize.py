@@ -113,6 +113,20 @@ def launch_floors(runs):
     return floors
 
 
+def arg_bytes_lines(runs):
+    """The empty kernel by argument size (cuda/launch_floor/arg_bytes/<bytes>) as one line."""
+    sized = []
+    for name, r in runs.items():
+        parts = name.split("/")
+        if len(parts) == 4 and parts[:3] == ["cuda", "launch_floor", "arg_bytes"] and "error" not in r:
+            sized.append((int(parts[3]), r))
+    if not sized:
+        return []
+    points = ", ".join(f"{b} B {fmt(r.get('device_us'), 2)} / {fmt(r.get('host_us'), 2)}" for b, r in sorted(sized))
+    return [f"- launch floor by argument size, empty kernel launched as the builder launches (device / host us): "
+            f"{points}"]
+
+
 def floor_lines(floors):
     """The floors as bullet lines (none when the run had no CUDA launch floor)."""
     out = []
@@ -204,6 +218,7 @@ def kernel_section(doc, lines, targets, floor_notes, peer=None, peer_ctx=None):
     lines.append("- device us: CUDA events around one build() after an L2 flush (CPU timings: "
                  "wall time); host us: the build() call alone, launch included, no sync")
     lines += floor_lines(launch_floors(runs))
+    lines += arg_bytes_lines(runs)
     if peer is not None:
         lines.append(peer_line(peer_ctx, f"device us median of {peer_ctx.get('reps', '?')} builds, "
                                          "CUDA events, L2 flushed by a 512 MiB read; same inputs "
