@@ -239,15 +239,14 @@ bool all_input_rows_16_byte_aligned(const BuildRequest& r) {
 // Every row as a group of `group_threads` ranks would build it on the GPU, kChunks chunks per
 // pass (picks summed over the group, rank 0's plan writing the length), or as the host
 // backend does (a group of one, one chunk). A whole-row build takes the whole-row code the
-// GPU kernels compile for it (kParts = false), as they do, and on the fast path (power-of-two
-// blocks, 16-byte rows) a whole decode-only or prefill-only build its row kinds' code.
-template <bool kPowerOfTwo, bool kVec4, int kChunks, bool kParts, RowKinds kRows>
+// GPU kernels compile for it (kParts = false), as they do.
+template <bool kPowerOfTwo, bool kVec4, int kChunks, bool kParts>
 int64_t build_row_as_group(const MixedSparseIndicesArgs& a, int32_t t, int32_t group_threads) {
   int32_t picks = 0;
   int32_t row_errors = 0;
   RowShare first{};
   for (int32_t rank = 0; rank < group_threads; ++rank) {
-    const RowShare share = build_row_share<kPowerOfTwo, kVec4, kChunks, kRows, false, kParts>(
+    const RowShare share = build_row_share<kPowerOfTwo, kVec4, kChunks, RowKinds::kBoth, false, kParts>(
         a, t, rank, group_threads, &row_errors);
     if (rank == 0) first = share;
     picks += share.picks;
@@ -258,15 +257,8 @@ int64_t build_row_as_group(const MixedSparseIndicesArgs& a, int32_t t, int32_t g
 
 template <bool kPowerOfTwo, bool kVec4, int kChunks>
 int64_t build_row_as_group(const MixedSparseIndicesArgs& a, int32_t t, int32_t group_threads) {
-  if (!whole_row_build(a)) return build_row_as_group<kPowerOfTwo, kVec4, kChunks, true, RowKinds::kBoth>(a, t, group_threads);
-  if constexpr (kPowerOfTwo && kVec4) {  // select_kernel's choice for whole builds
-    switch (row_kinds(a)) {
-      case RowKinds::kDecode: return build_row_as_group<true, true, kChunks, false, RowKinds::kDecode>(a, t, group_threads);
-      case RowKinds::kPrefill: return build_row_as_group<true, true, kChunks, false, RowKinds::kPrefill>(a, t, group_threads);
-      case RowKinds::kBoth: break;
-    }
-  }
-  return build_row_as_group<kPowerOfTwo, kVec4, kChunks, false, RowKinds::kBoth>(a, t, group_threads);
+  return whole_row_build(a) ? build_row_as_group<kPowerOfTwo, kVec4, kChunks, false>(a, t, group_threads)
+                            : build_row_as_group<kPowerOfTwo, kVec4, kChunks, true>(a, t, group_threads);
 }
 
 template <bool kPowerOfTwo, bool kVec4, int kChunks>
