@@ -6,6 +6,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/gpu_timing.h"
@@ -453,18 +454,19 @@ void launch_sized(void* stream) {
   launch_ex_checked(reinterpret_cast<const void*>(&empty_kernel_sized_args<kBytes>), dim3(1), dim3(32), params, true,
                     stream, "cudaLaunchKernelExC(empty_kernel_sized_args) / cudaGetLastError");
 }
+
+// Launches the kernel of kLaunchFloorArgBytes[i] == bytes; false when no entry is `bytes`.
+template <size_t... I>
+bool launch_sized_of(void* stream, int bytes, std::index_sequence<I...>) {
+  return ((bytes == kLaunchFloorArgBytes[I] && (launch_sized<kLaunchFloorArgBytes[I]>(stream), true)) || ...);
+}
 }  // namespace
 
 void launch_empty_kernel_sized_args(void* stream, int bytes) {
-  constexpr int kSizes[] = {kLaunchFloorArgBytes[0], kLaunchFloorArgBytes[1], kLaunchFloorArgBytes[2],
-                            kLaunchFloorArgBytes[3], kLaunchFloorArgBytes[4]};
-  static_assert(sizeof(kSizes) == sizeof(kLaunchFloorArgBytes), "one launcher per size");
-  if (bytes == kSizes[0]) return launch_sized<kSizes[0]>(stream);
-  if (bytes == kSizes[1]) return launch_sized<kSizes[1]>(stream);
-  if (bytes == kSizes[2]) return launch_sized<kSizes[2]>(stream);
-  if (bytes == kSizes[3]) return launch_sized<kSizes[3]>(stream);
-  if (bytes == kSizes[4]) return launch_sized<kSizes[4]>(stream);
-  throw std::invalid_argument("launch_empty_kernel_sized_args: no kernel for " + std::to_string(bytes) + " bytes");
+  constexpr size_t kCount = sizeof(kLaunchFloorArgBytes) / sizeof(kLaunchFloorArgBytes[0]);
+  if (!launch_sized_of(stream, bytes, std::make_index_sequence<kCount>{})) {
+    throw std::invalid_argument("launch_empty_kernel_sized_args: no kernel for " + std::to_string(bytes) + " bytes");
+  }
 }
 
 DependentReadChain::DependentReadChain() {
