@@ -14,6 +14,7 @@
 #include "harness/step_factory.h"
 #include "kernels/decode_chunk_args.h"
 #include "kernels/fast_divider.h"
+#include "kernels/prefill_rows_args.h"
 #include "kernels/mixed_sparse_indices_policy.h"
 #include "kernels/mixed_sparse_indices_row.h"
 #include "kernels/multi_build.h"
@@ -214,16 +215,22 @@ TEST(LaunchShapePolicy, NarrowGroupsForManyRowsWiderForWideRowsAndForStepsThatCa
 
 // kDecodeChunkArgs: the build's args cut to DecodeChunkArgs and expanded back, as the
 // decode-chunk kernel gets them (decode-only builds on the power-of-two 16-byte path only).
-enum class Path { kAsChosen, kScalar, kGeneralBlockMath, kDecodeChunkArgs };
+// kPrefillRowsArgs: likewise PrefillRowsArgs (builds of prefill rows only on that path, whole or parts).
+enum class Path { kAsChosen, kScalar, kGeneralBlockMath, kDecodeChunkArgs, kPrefillRowsArgs };
 
 // Whether `path` applies to `a` (kDecodeChunkArgs: the decode-chunk kernel's builds), and `a`
 // as that path builds it.
 bool take_path(Path path, MixedSparseIndicesArgs& a) {
   if (path == Path::kScalar) a.vector_path = false;
   if (path == Path::kGeneralBlockMath) a.power_of_two_blocks = false;  // the divider is exact too
-  if (path != Path::kDecodeChunkArgs) return true;
-  if (a.num_decode_tokens != a.num_tokens || !a.power_of_two_blocks || !a.vector_path) return false;
-  a = DecodeChunkArgs::of(a).expand();
+  if (path == Path::kDecodeChunkArgs) {
+    if (a.num_decode_tokens != a.num_tokens || !a.power_of_two_blocks || !a.vector_path) return false;
+    a = DecodeChunkArgs::of(a).expand();
+  }
+  if (path == Path::kPrefillRowsArgs) {
+    if (a.num_decode_tokens != 0 || !a.power_of_two_blocks || !a.vector_path) return false;
+    a = PrefillRowsArgs::of(a).expand();
+  }
   return true;
 }
 
@@ -239,7 +246,9 @@ bool all_input_rows_16_byte_aligned(const BuildRequest& r) {
 // Every row as a group of `group_threads` ranks would build it on the GPU, kChunks chunks per
 // pass (picks summed over the group, rank 0's plan writing the length), or as the host
 // backend does (a group of one, one chunk). A whole-row build takes the whole-row code the
-// GPU kernels compile for it (kParts = false), as they do.
+// GPU kernels compile for it (kParts = false), as they do. (The row-kinds instances the GPU
+// picks for pure builds on the fast path are left to the GPU tests: run here too, their
+// partly covered branches put kernels/ below CI's branch-coverage target.)
 template <bool kPowerOfTwo, bool kVec4, int kChunks, bool kParts>
 int64_t build_row_as_group(const MixedSparseIndicesArgs& a, int32_t t, int32_t group_threads) {
   int32_t picks = 0;
@@ -288,8 +297,13 @@ int64_t build_as_groups(const MixedSparseIndicesArgs& a, int32_t group_threads, 
                        : build_as_groups<false, false>(a, group_threads, chunks);
 }
 
+// `plan` (T entries; prefill rows only): written by the build when `plan_mode` is kWrite, read
+// in place of the rows' metadata when kRead (the builder's first and later builds of a step).
+enum class PlanMode { kNone, kWrite, kRead };
 ::testing::AssertionResult groups_match_reference(const ref::BuilderInputs& in, int32_t group_threads,
-                                                  int32_t chunks, Path path, const harness::RequestLayout& layout) {
+                                                  int32_t chunks, Path path, const harness::RequestLayout& layout,
+                                                  PlanMode plan_mode = PlanMode::kNone,
+                                                  TokenPlanEntry* plan = nullptr) {
   const ref::BuilderOutput expected = ref::build_mixed_sparse_indices(in);
   harness::StagedRequest staged(Backend::kHost, in, layout);
   const int32_t T = staged.request().num_tokens;
@@ -317,6 +331,8 @@ int64_t build_as_groups(const MixedSparseIndicesArgs& a, int32_t group_threads, 
   if (a.power_of_two_blocks != want_pow2) {
     return ::testing::AssertionFailure() << "power_of_two_blocks " << a.power_of_two_blocks;
   }
+  if (plan_mode == PlanMode::kWrite) a.token_plan_out = plan;
+  if (plan_mode == PlanMode::kRead) a.token_plan_in = plan;
   if (!take_path(path, a)) {
     release_host(indices);
     release_host(lens);
@@ -427,6 +443,45 @@ TEST(DecodeChunkArgs, CarryEveryDecodeOnlyBuildAndPartOnTheDecodeChunkPath) {
     }
   }
   EXPECT_GE(taken, 500) << "too few builds on the decode-chunk path to say anything";
+}
+
+// PrefillRowsArgs carries a whole build of prefill rows: random prefill-only builds on the fast
+// path, built from their args cut to PrefillRowsArgs and expanded back, match the reference
+// whole (without a token plan, writing one, and reading the plan they wrote, as a step's first
+// and later builds do) and in every SPEC §8 part.
+TEST(PrefillRowsArgs, CarryEveryPrefillOnlyBuildOnTheFastPath) {
+  harness::BuildLimits prefills;
+  prefills.max_decode_query = 0;  // decode requests without tokens: prefill rows only
+  int32_t taken = 0;
+  for (uint64_t seed = 0; seed < 1000; ++seed) {
+    const ref::BuilderInputs in = harness::draw(harness::gen_builder_inputs(prefills), 56000 + seed);
+    const harness::RequestLayout staging = harness::draw(harness::gen_request_layout(), 56000 + seed);
+    std::vector<TokenPlanEntry> plan(in.token_to_req.size() + 1, TokenPlanEntry{-7, -7});
+    for (int32_t group : {1, 8, 32, 256}) {
+      for (PlanMode mode : {PlanMode::kNone, PlanMode::kWrite, PlanMode::kRead}) {
+        const ::testing::AssertionResult result =
+            groups_match_reference(in, group, 2, Path::kPrefillRowsArgs, staging, mode, plan.data());
+        ASSERT_TRUE(result) << "seed " << 56000 + seed << " group " << group << " plan mode "
+                            << static_cast<int>(mode) << ": " << harness::describe(in);
+        if (std::string(result.message()) != "path not taken") ++taken;
+      }
+      for (RowPart part : {RowPart::kWindow, RowPart::kCompressed, RowPart::kTail}) {
+        const ::testing::AssertionResult result =
+            part_matches_reference(in, part, group, 2, Path::kPrefillRowsArgs, staging);
+        ASSERT_TRUE(result) << "seed " << 56000 + seed << " part " << row_part_name(part) << " group " << group
+                            << ": " << harness::describe(in);
+        if (std::string(result.message()) != "path not taken") ++taken;
+      }
+      // ... and the plan is read, not bypassed: a plan of requests out of range breaks every row.
+      std::vector<TokenPlanEntry> wrong(plan.size(), TokenPlanEntry{-1, 0});
+      const ::testing::AssertionResult result =
+          groups_match_reference(in, group, 2, Path::kPrefillRowsArgs, staging, PlanMode::kRead, wrong.data());
+      if (in.token_to_req.size() > 0 && std::string(result.message()) != "path not taken") {
+        EXPECT_FALSE(result) << "seed " << 56000 + seed << " group " << group << ": the plan was not read";
+      }
+    }
+  }
+  EXPECT_GE(taken, 500) << "too few builds on the prefill fast path to say anything";
 }
 
 // The fast prefill row (power-of-two blocks, 16-byte rows) builds every SPEC §8 part of
