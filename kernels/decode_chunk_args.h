@@ -10,6 +10,7 @@
 #include "kernels/host_device.h"
 #include "kernels/mixed_sparse_indices_args.h"
 #include "kernels/power_of_two_table.h"
+#include "kernels/row_output.h"
 
 namespace dsv4::kernels {
 
@@ -17,17 +18,13 @@ namespace dsv4::kernels {
 struct WindowDecodeArgs {
   const int32_t* token_to_req;
   const int32_t* decode_swa_indices;
-  int32_t* sparse_indices;
-  int32_t* sparse_lens;
-  unsigned long long* content_errors;
   int64_t decode_swa_stride;
+  RowOutput out;
   int32_t window, num_requests, num_tokens, row_width, output_stride;
-  int32_t first_column, end_column, output_shift, length_offset;  // SPEC §8 part (whole row: 0, row_width, 0, 0)
 
   DSV4_HD static WindowDecodeArgs of(const MixedSparseIndicesArgs& a) {
-    return WindowDecodeArgs{a.token_to_req, a.decode_swa_indices, a.sparse_indices, a.sparse_lens, a.content_errors,
-                            a.decode_swa_stride, a.window, a.num_requests, a.num_tokens, a.row_width, a.output_stride,
-                            a.first_column, a.end_column, a.output_shift, a.length_offset};
+    return WindowDecodeArgs{a.token_to_req, a.decode_swa_indices, a.decode_swa_stride, RowOutput::of(a), a.window,
+                            a.num_requests, a.num_tokens, a.row_width, a.output_stride};
   }
 
   // The decode-only build these arguments describe, as the row logic reads it: every row a
@@ -42,14 +39,8 @@ struct WindowDecodeArgs {
     a.token_to_req = token_to_req;
     a.decode_swa_indices = decode_swa_indices;
     a.decode_swa_stride = decode_swa_stride;
-    a.sparse_indices = sparse_indices;
     a.output_stride = output_stride;
-    a.sparse_lens = sparse_lens;
-    a.first_column = first_column;
-    a.end_column = end_column;
-    a.output_shift = output_shift;
-    a.length_offset = length_offset;
-    a.content_errors = content_errors;
+    out.expand_into(a);
     a.power_of_two_blocks = true;
     a.vector_path = true;
     return a;

@@ -1,8 +1,9 @@
 // The argument of an unchecked build of prefill rows only (host sizes, power-of-two blocks,
 // 16-byte path: every prefill-only build of a production step, whole or a SPEC §8 part): the
-// fields of MixedSparseIndicesArgs such a build reads, 192 bytes instead of 368. Like DecodeChunkArgs
-// (decode_chunk_args.h), whose short argument made the decode builds launched alone 0.14-0.35
-// us faster on an H200.
+// fields of MixedSparseIndicesArgs such a build reads, 192 bytes instead of 368, as
+// DecodeChunkArgs does for decode builds (decode_chunk_args.h). On an H200 the prefill-only
+// builds took 0.13-0.33 us less with it (bench/results/2026-12-03-h200-compact-prefill-args-trial/);
+// an empty kernel's launch costs ~0.22 us more between 160 and 368 bytes of argument.
 #pragma once
 #include <cstdint>
 #include <type_traits>
@@ -10,6 +11,7 @@
 #include "kernels/host_device.h"
 #include "kernels/mixed_sparse_indices_args.h"
 #include "kernels/power_of_two_table.h"
+#include "kernels/row_output.h"
 #include "kernels/token_plan.h"
 
 namespace dsv4::kernels {
@@ -21,22 +23,18 @@ struct PrefillRowsArgs {
   const int32_t* token_to_req;
   const TokenPlanEntry* token_plan_in;
   TokenPlanEntry* token_plan_out;
-  int32_t* sparse_indices;
-  int32_t* sparse_lens;
-  unsigned long long* content_errors;
   int64_t prefill_topk_stride;
   PowerOfTwoTable swa;
   PowerOfTwoTable compressed;
+  RowOutput out;
   int32_t window, ratio, topk, num_requests, num_tokens, row_width, prefill_width, output_stride;
-  int32_t first_column, end_column, output_shift, length_offset;  // SPEC §8 part (whole row: 0, row_width, 0, 0)
 
   // `a` is a build of prefill rows only on the power-of-two, 16-byte path.
   DSV4_HD static PrefillRowsArgs of(const MixedSparseIndicesArgs& a) {
     return PrefillRowsArgs{a.prefill_topk, a.query_start_loc, a.seq_lens, a.token_to_req, a.token_plan_in,
-                           a.token_plan_out, a.sparse_indices, a.sparse_lens, a.content_errors,
-                           a.prefill_topk_stride, PowerOfTwoTable::of(a.swa), PowerOfTwoTable::of(a.compressed),
-                           a.window, a.ratio, a.topk, a.num_requests, a.num_tokens, a.row_width, a.prefill_width,
-                           a.output_stride, a.first_column, a.end_column, a.output_shift, a.length_offset};
+                           a.token_plan_out, a.prefill_topk_stride, PowerOfTwoTable::of(a.swa),
+                           PowerOfTwoTable::of(a.compressed), RowOutput::of(a), a.window, a.ratio, a.topk,
+                           a.num_requests, a.num_tokens, a.row_width, a.prefill_width, a.output_stride};
   }
 
   // The build these arguments describe, as the row logic reads it: no decode row, both tables
@@ -59,14 +57,8 @@ struct PrefillRowsArgs {
     a.token_plan_out = token_plan_out;
     a.swa = swa.view(num_requests);
     a.compressed = compressed.view(num_requests);
-    a.sparse_indices = sparse_indices;
     a.output_stride = output_stride;
-    a.sparse_lens = sparse_lens;
-    a.first_column = first_column;
-    a.end_column = end_column;
-    a.output_shift = output_shift;
-    a.length_offset = length_offset;
-    a.content_errors = content_errors;
+    out.expand_into(a);
     a.power_of_two_blocks = true;
     a.vector_path = true;
     return a;

@@ -246,17 +246,16 @@ bool all_input_rows_16_byte_aligned(const BuildRequest& r) {
 // Every row as a group of `group_threads` ranks would build it on the GPU, kChunks chunks per
 // pass (picks summed over the group, rank 0's plan writing the length), or as the host
 // backend does (a group of one, one chunk). A whole-row build takes the whole-row code the
-// GPU kernels compile for it (kParts = false), as they do. (The row-kinds instances the GPU
-// picks for pure builds on the fast path are left to the GPU tests: run here too, their
-// partly covered branches put kernels/ below CI's branch-coverage target.)
-template <bool kPowerOfTwo, bool kVec4, int kChunks, bool kParts>
+// GPU kernels compile for it (kParts = false), as they do. kRows: the row kinds the code is
+// compiled for (the both-kinds code, or the prefill-only code prefill_rows_kernel runs).
+template <bool kPowerOfTwo, bool kVec4, int kChunks, RowKinds kRows, bool kParts>
 int64_t build_row_as_group(const MixedSparseIndicesArgs& a, int32_t t, int32_t group_threads) {
   int32_t picks = 0;
   int32_t row_errors = 0;
   RowShare first{};
   for (int32_t rank = 0; rank < group_threads; ++rank) {
-    const RowShare share = build_row_share<kPowerOfTwo, kVec4, kChunks, RowKinds::kBoth, false, kParts>(
-        a, t, rank, group_threads, &row_errors);
+    const RowShare share =
+        build_row_share<kPowerOfTwo, kVec4, kChunks, kRows, false, kParts>(a, t, rank, group_threads, &row_errors);
     if (rank == 0) first = share;
     picks += share.picks;
   }
@@ -264,16 +263,18 @@ int64_t build_row_as_group(const MixedSparseIndicesArgs& a, int32_t t, int32_t g
   return row_errors;
 }
 
-template <bool kPowerOfTwo, bool kVec4, int kChunks>
+template <bool kPowerOfTwo, bool kVec4, int kChunks, RowKinds kRows = RowKinds::kBoth>
 int64_t build_row_as_group(const MixedSparseIndicesArgs& a, int32_t t, int32_t group_threads) {
-  return whole_row_build(a) ? build_row_as_group<kPowerOfTwo, kVec4, kChunks, false>(a, t, group_threads)
-                            : build_row_as_group<kPowerOfTwo, kVec4, kChunks, true>(a, t, group_threads);
+  return whole_row_build(a) ? build_row_as_group<kPowerOfTwo, kVec4, kChunks, kRows, false>(a, t, group_threads)
+                            : build_row_as_group<kPowerOfTwo, kVec4, kChunks, kRows, true>(a, t, group_threads);
 }
 
-template <bool kPowerOfTwo, bool kVec4, int kChunks>
+template <bool kPowerOfTwo, bool kVec4, int kChunks, RowKinds kRows = RowKinds::kBoth>
 int64_t build_as_groups(const MixedSparseIndicesArgs& a, int32_t group_threads) {
   int64_t errors = 0;
-  for (int32_t t = 0; t < a.num_tokens; ++t) errors += build_row_as_group<kPowerOfTwo, kVec4, kChunks>(a, t, group_threads);
+  for (int32_t t = 0; t < a.num_tokens; ++t) {
+    errors += build_row_as_group<kPowerOfTwo, kVec4, kChunks, kRows>(a, t, group_threads);
+  }
   return errors;
 }
 
@@ -287,8 +288,13 @@ int64_t build_as_groups(const MixedSparseIndicesArgs& a, int32_t group_threads, 
   }
 }
 
-// The instance for the block math and path `a` asks for.
-int64_t build_as_groups(const MixedSparseIndicesArgs& a, int32_t group_threads, int32_t chunks) {
+// The instance for the block math and path `a` asks for; on Path::kPrefillRowsArgs the one
+// prefill_rows_kernel runs (prefill rows only, its chunk count: `chunks` is not used).
+int64_t build_as_groups(const MixedSparseIndicesArgs& a, int32_t group_threads, int32_t chunks,
+                        Path path = Path::kAsChosen) {
+  if (path == Path::kPrefillRowsArgs) {
+    return build_as_groups<true, true, MixedSparseIndicesPolicy::kDefaultChunks, RowKinds::kPrefill>(a, group_threads);
+  }
   if (a.power_of_two_blocks) {
     return a.vector_path ? build_as_groups<true, true>(a, group_threads, chunks)
                          : build_as_groups<true, false>(a, group_threads, chunks);
@@ -338,7 +344,7 @@ enum class PlanMode { kNone, kWrite, kRead };
     release_host(lens);
     return ::testing::AssertionSuccess() << "path not taken";
   }
-  const int64_t errors = build_as_groups(a, group_threads, chunks);
+  const int64_t errors = build_as_groups(a, group_threads, chunks, path);
   harness::HostIndices actual;
   actual.sparse_indices = Eigen::Map<const ref::IndexMatrix>(indices, T, width);
   actual.sparse_lens = Eigen::Map<const ref::IndexVector>(lens, T);
@@ -384,7 +390,7 @@ TEST(RowLogicAsGpuGroups, RandomBuildsOnEveryPathGroupAndChunkCount) {
   MixedSparseIndicesArgs a =
       make_mixed_sparse_indices_args(request, BuiltIndices{indices.data(), lens.data(), T, width, width}, nullptr);
   if (!take_path(path, a)) return ::testing::AssertionSuccess() << "path not taken";
-  const int64_t errors = build_as_groups(a, group_threads, chunks);
+  const int64_t errors = build_as_groups(a, group_threads, chunks, path);
   if (indices.back() != testing::kPoisonedIndex || lens.back() != testing::kPoisonedLength) {
     return ::testing::AssertionFailure() << "written past the output";
   }
@@ -446,9 +452,10 @@ TEST(DecodeChunkArgs, CarryEveryDecodeOnlyBuildAndPartOnTheDecodeChunkPath) {
 }
 
 // PrefillRowsArgs carries a whole build of prefill rows: random prefill-only builds on the fast
-// path, built from their args cut to PrefillRowsArgs and expanded back, match the reference
-// whole (without a token plan, writing one, and reading the plan they wrote, as a step's first
-// and later builds do) and in every SPEC §8 part.
+// path, built from their args cut to PrefillRowsArgs and expanded back by the row code
+// prefill_rows_kernel runs (prefill rows only, its chunk count), match the reference whole
+// (without a token plan, writing one, and reading the plan they wrote, as a step's first and
+// later builds do) and in every SPEC §8 part.
 TEST(PrefillRowsArgs, CarryEveryPrefillOnlyBuildOnTheFastPath) {
   harness::BuildLimits prefills;
   prefills.max_decode_query = 0;  // decode requests without tokens: prefill rows only
