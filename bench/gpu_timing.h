@@ -15,6 +15,7 @@
 #include "kernels/decode_chunk_args.h"
 #include "kernels/mixed_sparse_indices_args.h"
 #include "kernels/multi_build.h"
+#include "kernels/prefill_rows_args.h"
 
 namespace dsv4::bench {
 
@@ -203,13 +204,27 @@ struct LaunchFloorArgs {
 static_assert(sizeof(LaunchFloorArgs) == sizeof(kernels::MixedSparseIndicesArgs),
               "the floor's argument must be as large as the builder's");
 void launch_empty_kernel_args(void* stream, const LaunchFloorArgs& args);
-// The same with a zeroed by-value argument of each size the builder's launches use (and two
-// more), launched like the builder (cudaLaunchKernelExC, programmatic): what the argument's
-// size costs a launch, as a curve (a decode build's DecodeChunkArgs, the group kernel's
-// MixedSparseIndicesArgs, the one-launch kernel's MultiBuildArgs).
-inline constexpr int kLaunchFloorArgBytes[] = {64, static_cast<int>(sizeof(kernels::DecodeChunkArgs)),
-                                               static_cast<int>(sizeof(kernels::MixedSparseIndicesArgs)), 768,
+// The same with a zeroed by-value argument of each size the builder's launches use (and more
+// between), launched like the builder (cudaLaunchKernelExC, programmatic): what the argument's
+// size costs a launch, as a curve (a decode build's DecodeChunkArgs, a prefill build's
+// PrefillRowsArgs, the group kernel's MixedSparseIndicesArgs, the one-launch kernel's
+// MultiBuildArgs). The H200 runs of 2026-12-03 put a ~0.22 us step between 160 and 368 bytes;
+// 224-320 say where, and so how short a mixed build's argument would have to be.
+inline constexpr int kLaunchFloorArgBytes[] = {64,
+                                               static_cast<int>(sizeof(kernels::DecodeChunkArgs)),
+                                               static_cast<int>(sizeof(kernels::PrefillRowsArgs)),
+                                               224,
+                                               256,
+                                               288,
+                                               320,
+                                               static_cast<int>(sizeof(kernels::MixedSparseIndicesArgs)),
+                                               768,
                                                static_cast<int>(sizeof(kernels::MultiBuildArgs))};
+constexpr bool strictly_increasing(const int* v, size_t n) {
+  return n < 2 || (v[0] < v[1] && strictly_increasing(v + 1, n - 1));
+}
+static_assert(strictly_increasing(kLaunchFloorArgBytes, sizeof(kLaunchFloorArgBytes) / sizeof(int)),
+              "one benchmark per size, in order (a size of the builder's equal to another: drop the other)");
 // bytes: one of kLaunchFloorArgBytes (else std::invalid_argument).
 void launch_empty_kernel_sized_args(void* stream, int bytes);
 
