@@ -4,7 +4,7 @@
 # Configures and builds Release with CUDA (sm_90), then runs kernel_bench, step_bench and
 # ttft_report, then the Triton peer on the same inputs (bench_inputs exports them into the
 # build folder, bench/peer/run_peer.py checks and times the peer), plots the TTFT gains and
-# summarises everything into OUTDIR (10 files: nvidia-smi.txt kernel_bench.json
+# summarises everything into OUTDIR (11 files: nvidia-smi.txt gpu_state.csv kernel_bench.json
 # step_bench.json step_bench_no_pdl.json ttft.json ttft.md ttft.png peer_kernel.json
 # peer_step.json summary.md). (step_bench times the per-step token plan's A/B itself: its
 # .../<step>_no_plan steps.)
@@ -79,11 +79,13 @@ stage() {  # stage NAME CAP_SECONDS COMMAND...: runs with a time cap, records th
   timeout -k 10 "$cap" "$@"
   local rc=$?
   local dt=$(( $(date +%s) - t0 ))
+  local started
+  started=$(date -u -d "@$t0" +%H:%M:%S)  # matches gpu_state.csv's timestamps
   if [ $rc -eq 0 ]; then
-    status_lines+=("$name: ok (${dt}s)")
+    status_lines+=("$name: ok (${dt}s, from $started UTC)")
   else
     [ $rc -eq 124 ] && echo "!!! $name: killed after ${cap}s" >&2
-    status_lines+=("$name: FAILED rc=$rc (${dt}s)")
+    status_lines+=("$name: FAILED rc=$rc (${dt}s, from $started UTC)")
     failed=1
   fi
   return $rc
@@ -93,6 +95,18 @@ stage() {  # stage NAME CAP_SECONDS COMMAND...: runs with a time cap, records th
 { nvidia-smi; echo; nvidia-smi -q -d CLOCK,PERFORMANCE,POWER; } >"$out/nvidia-smi.txt" 2>&1 ||
   echo "warning: nvidia-smi failed (see $out/nvidia-smi.txt)" >&2
 head -n 12 "$out/nvidia-smi.txt"
+# The GPU's clocks, temperature, power and throttle reasons once a second for the whole run
+# (gpu_state.csv), so that a stage slower than the code explains can be laid beside them (one
+# full run's decode builds were 0.1-0.6 us slower than a fresh machine's, unexplained).
+gpu_state_pid=""
+if command -v nvidia-smi >/dev/null; then
+  reasons=clocks_event_reasons.active  # clocks_throttle_reasons.active before driver 535
+  nvidia-smi --query-gpu=$reasons --format=csv,noheader >/dev/null 2>&1 || reasons=clocks_throttle_reasons.active
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,temperature.gpu,power.draw,$reasons \
+    --format=csv -l 1 >"$out/gpu_state.csv" 2>&1 &
+  gpu_state_pid=$!
+  trap 'kill "$gpu_state_pid" 2>/dev/null' EXIT
+fi
 
 # --- configure + build (bench targets only) ---
 cmake_args=(-S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DDSV4_CUDA=ON
@@ -159,6 +173,7 @@ if [ "$peer" != only ] || [ -f "$out/kernel_bench.json" ] || [ -f "$out/step_ben
   stage summary 30 "$python" bench/summarize.py "$out"
 fi
 
+[ -z "$gpu_state_pid" ] || { kill "$gpu_state_pid" 2>/dev/null; wait "$gpu_state_pid" 2>/dev/null; }  # before the tarball
 echo
 echo "=== run_gpu_bench: $(( $(date +%s) - t_start ))s total, backend $backend, commit $commit, results in $out ==="
 printf '  %s\n' "${status_lines[@]}"
