@@ -2,6 +2,8 @@
 // (mixed_sparse_indices_row.h), and their launcher.
 #include <cuda_runtime.h>
 
+#include <type_traits>
+
 #include "kernels/decode_chunk_args.h"
 #include "kernels/mixed_sparse_indices_launch.h"
 #include "kernels/mixed_sparse_indices_policy.h"
@@ -348,16 +350,25 @@ __global__ void __launch_bounds__(Policy::kDecodeRowMaxChunks)
 
 using KernelFunction = void (*)(MixedSparseIndicesArgs);
 
+// The compiled group sizes, run-time to compile-time: kernel_of(std::integral_constant<int, G>{})
+// for G = group_threads (8 .. 256; anything else takes 256), for every kernel family's chooser.
+template <class KernelOf>
+auto for_group_threads(int32_t group_threads, KernelOf kernel_of) {
+  switch (group_threads) {
+    case 8: return kernel_of(std::integral_constant<int, 8>{});
+    case 16: return kernel_of(std::integral_constant<int, 16>{});
+    case 32: return kernel_of(std::integral_constant<int, 32>{});
+    case 64: return kernel_of(std::integral_constant<int, 64>{});
+    case 128: return kernel_of(std::integral_constant<int, 128>{});
+    default: return kernel_of(std::integral_constant<int, 256>{});
+  }
+}
+
 template <int kChunks, bool kPowerOfTwo, bool kVec4, RowKinds kRows, bool kChecked = false, bool kParts = false>
 KernelFunction kernel_for_group(int32_t group_threads) {
-  switch (group_threads) {
-    case 8: return &mixed_sparse_indices_kernel<8, kChunks, kPowerOfTwo, kVec4, kRows, kChecked, kParts>;
-    case 16: return &mixed_sparse_indices_kernel<16, kChunks, kPowerOfTwo, kVec4, kRows, kChecked, kParts>;
-    case 32: return &mixed_sparse_indices_kernel<32, kChunks, kPowerOfTwo, kVec4, kRows, kChecked, kParts>;
-    case 64: return &mixed_sparse_indices_kernel<64, kChunks, kPowerOfTwo, kVec4, kRows, kChecked, kParts>;
-    case 128: return &mixed_sparse_indices_kernel<128, kChunks, kPowerOfTwo, kVec4, kRows, kChecked, kParts>;
-    default: return &mixed_sparse_indices_kernel<256, kChunks, kPowerOfTwo, kVec4, kRows, kChecked, kParts>;
-  }
+  return for_group_threads(group_threads, [](auto g) -> KernelFunction {
+    return &mixed_sparse_indices_kernel<decltype(g)::value, kChunks, kPowerOfTwo, kVec4, kRows, kChecked, kParts>;
+  });
 }
 
 // The scalar path (W % 4 != 0 or unaligned output) is rare: a warp per narrow row, a CTA
@@ -414,29 +425,18 @@ KernelFunction select_checked_kernel(const LaunchShape& shape, bool power_of_two
 
 template <bool kParts>
 const void* prefill_rows_kernel_for(int32_t group_threads) {
-  switch (group_threads) {
-    case 8: return reinterpret_cast<const void*>(&prefill_rows_kernel<8, kParts>);
-    case 16: return reinterpret_cast<const void*>(&prefill_rows_kernel<16, kParts>);
-    case 32: return reinterpret_cast<const void*>(&prefill_rows_kernel<32, kParts>);
-    case 64: return reinterpret_cast<const void*>(&prefill_rows_kernel<64, kParts>);
-    case 128: return reinterpret_cast<const void*>(&prefill_rows_kernel<128, kParts>);
-    default: return reinterpret_cast<const void*>(&prefill_rows_kernel<256, kParts>);
-  }
+  return for_group_threads(group_threads, [](auto g) {
+    return reinterpret_cast<const void*>(&prefill_rows_kernel<decltype(g)::value, kParts>);
+  });
 }
 
 using MultiKernelFunction = void (*)(MultiBuildArgs);
 
 template <RowKinds kRows>
 MultiKernelFunction multi_kernel_for_group(int32_t group_threads) {
-  constexpr int kChunks = Policy::kDefaultChunks;
-  switch (group_threads) {
-    case 8: return &multi_build_kernel<8, kChunks, true, true, kRows>;
-    case 16: return &multi_build_kernel<16, kChunks, true, true, kRows>;
-    case 32: return &multi_build_kernel<32, kChunks, true, true, kRows>;
-    case 64: return &multi_build_kernel<64, kChunks, true, true, kRows>;
-    case 128: return &multi_build_kernel<128, kChunks, true, true, kRows>;
-    default: return &multi_build_kernel<256, kChunks, true, true, kRows>;
-  }
+  return for_group_threads(group_threads, [](auto g) -> MultiKernelFunction {
+    return &multi_build_kernel<decltype(g)::value, Policy::kDefaultChunks, true, true, kRows>;
+  });
 }
 
 KernelStatus failure(cudaError_t status, const char* call, int line) {
@@ -526,24 +526,30 @@ DecodeForm decode_form(const MixedSparseIndicesArgs& args) {
   return args.decode_local ? DecodeForm::kLocal : DecodeForm::kGlobal;
 }
 
+// The decode forms, run-time to compile-time: kernel_of(form as a std::integral_constant).
+template <class KernelOf>
+const void* for_decode_form(DecodeForm form, KernelOf kernel_of) {
+  using Form = DecodeForm;
+  switch (form) {
+    case Form::kWindowOnly: return kernel_of(std::integral_constant<Form, Form::kWindowOnly>{});
+    case Form::kGlobal: return kernel_of(std::integral_constant<Form, Form::kGlobal>{});
+    case Form::kLocal: break;
+  }
+  return kernel_of(std::integral_constant<Form, Form::kLocal>{});
+}
+
 template <bool kParts>
 const void* decode_chunk_kernel_for(DecodeForm form) {
-  switch (form) {
-    case DecodeForm::kWindowOnly: return reinterpret_cast<const void*>(&decode_chunk_kernel<DecodeForm::kWindowOnly, kParts>);
-    case DecodeForm::kGlobal: return reinterpret_cast<const void*>(&decode_chunk_kernel<DecodeForm::kGlobal, kParts>);
-    case DecodeForm::kLocal: break;
-  }
-  return reinterpret_cast<const void*>(&decode_chunk_kernel<DecodeForm::kLocal, kParts>);
+  return for_decode_form(form, [](auto f) {
+    return reinterpret_cast<const void*>(&decode_chunk_kernel<decltype(f)::value, kParts>);
+  });
 }
 
 // Run-time-size (checked) builds are whole rows (SPEC §8 parts need host sizes: validation.cpp).
 const void* checked_decode_chunk_kernel_for(DecodeForm form) {
-  switch (form) {
-    case DecodeForm::kWindowOnly: return reinterpret_cast<const void*>(&checked_decode_chunk_kernel<DecodeForm::kWindowOnly>);
-    case DecodeForm::kGlobal: return reinterpret_cast<const void*>(&checked_decode_chunk_kernel<DecodeForm::kGlobal>);
-    case DecodeForm::kLocal: break;
-  }
-  return reinterpret_cast<const void*>(&checked_decode_chunk_kernel<DecodeForm::kLocal>);
+  return for_decode_form(form, [](auto f) {
+    return reinterpret_cast<const void*>(&checked_decode_chunk_kernel<decltype(f)::value>);
+  });
 }
 
 KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
