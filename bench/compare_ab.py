@@ -3,7 +3,10 @@
 runs, and each build's change against the first one named (median, min and max over cases).
 
     python3 bench/compare_ab.py BASE_1.json BASE_2.json -- NEW_1.json NEW_2.json [-- OTHER...]
+
+(A file may be gzipped, NAME.json.gz: the trials under bench/results keep theirs that way.)
 """
+import gzip
 import json
 import statistics
 import sys
@@ -11,7 +14,7 @@ import sys
 
 def device_us(path):
     """Device us per case: the median aggregate where the file has repetitions, else the run."""
-    with open(path) as f:
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
         runs = json.load(f)["benchmarks"]
     timed = [b for b in runs if "device_us" in b and b.get("aggregate_name", "median") == "median"]
     if any("aggregate_name" in b for b in timed):
