@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The kernels' machine code (SASS) and resources on a host without a GPU: the build host has
+# nvcc and ptxas but not NVIDIA's binary utilities, so nvdisasm and cuobjdump come from their
+# PyPI wheels (nvidia-cuda-nvdisasm, nvidia-cuda-cuobjdump: NVIDIA's own tools, downloaded once
+# into .tools/, git-ignored), and kernels/mixed_sparse_indices.cu is compiled to an sm_90
+# cubin as the Release build compiles it. For reading what a change does to a kernel's
+# instruction order (e.g. whether a pass's table reads are in flight together) before
+# spending device time on it.
+# Usage: scripts/sass.sh OUTDIR [NVCC_FLAGS...]   (e.g. a trial's -DDSV4_SOME_TRIAL)
+# Writes OUTDIR/kernels.cubin, kernels.sass (nvdisasm -c) and resources.txt (one line per
+# kernel: registers, stack, shared memory, demangled name).
+set -euo pipefail
+out=${1:?usage: sass.sh OUTDIR [NVCC_FLAGS...]}
+shift
+cd "$(dirname "$0")/.."
+mkdir -p "$out" .tools
+for tool in nvdisasm cuobjdump; do
+  if ! ls .tools/nvidia/cu*/bin/$tool >/dev/null 2>&1; then
+    python3 -m pip download --quiet --no-deps --only-binary=:all: --dest .tools/wheels "nvidia-cuda-$tool"
+    python3 -m zipfile -e .tools/wheels/nvidia_cuda_${tool}-*.whl .tools
+    chmod +x .tools/nvidia/cu*/bin/$tool
+  fi
+done
+bin=$(dirname "$(ls .tools/nvidia/cu*/bin/nvdisasm | head -1)")
+nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+"$nvcc" "$@" -I. -O3 -DNDEBUG -std=c++17 -arch=sm_90 -cubin -x cu kernels/mixed_sparse_indices.cu -o "$out/kernels.cubin"
+"$bin/nvdisasm" -c "$out/kernels.cubin" > "$out/kernels.sass"
+# "Function <mangled>:" then "REG:n STACK:n SHARED:n ..." -> "REG:n STACK:n SHARED:n <demangled>"
+"$bin/cuobjdump" --dump-resource-usage "$out/kernels.cubin" |
+  awk '/Function /{name=$2; sub(/:$/, "", name)} /REG:/{print $1, $2, $3, name}' | c++filt > "$out/resources.txt"
+echo "sass.sh: $(grep -c . "$out/resources.txt") kernels; $out/kernels.sass, $out/resources.txt"
