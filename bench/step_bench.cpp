@@ -52,6 +52,7 @@
 #include "harness/sharing_plan.h"
 #include "reference/sharing_modes.h"
 #include "harness/graph_step.h"
+#include "harness/persistent_buffers.h"
 #include "optimized/cuda_builder.h"
 #include "optimized/step_graph.h"
 #include "optimized/step_indexer.h"
@@ -409,17 +410,48 @@ ReplayTimes time_replays(benchmark::State& state, bool cuda, void* stream, const
 
 // <prefix>/step_graph/<model>/decode<N>_ctx<K>[_chains<C>]: a cached decode step (N decodes at K
 // context, capacities T_cap = R_cap = N) recorded once as a StepGraph over persistent buffers
-// (issue 10 items 3 and 6), then per iteration one replay. The builds run as StepGraphSpec's
+// (issue 10 items 3 and 6), then per iteration one replay. <prefix>/step_graph/<model>/<case>
+// (a bench case with prefill rows, bench_cases.h): that step in persistent buffers of its own
+// sizes, the same way: what an engine that captures its prefill metadata builds gets (SPEC §7
+// builds: run-time sizes, each row's metadata checked), beside the eager step and the peer's graph. The builds run as StepGraphSpec's
 // default number of chains at once, or as C (_chains1: one after another in layer order, each
 // waiting for the one before, as in an engine's graph that interleaves them with its layers). wall_us: host clock from the replay call
 // (stream idle, L2 flushed) until the host has seen an event recorded after the graph
 // complete; host_us: the replay call alone. Targets (H200, Flash, 64 decodes at 8K):
 // wall <= 50 us, host <= 10 us.
 struct GraphCase {
-  int32_t decodes, context;
-  std::string name() const { return "decode" + std::to_string(decodes) + "_ctx" + std::to_string(context / 1024) + "K"; }
+  int32_t decodes = 0, context = 0;
+  std::string bench_case;  // or a bench case's step (decodes = 0)
+  std::string name() const {
+    return decodes > 0 ? "decode" + std::to_string(decodes) + "_ctx" + std::to_string(context / 1024) + "K" : bench_case;
+  }
 };
-const GraphCase kGraphCases[] = {{64, 8192}, {64, 32768}, {256, 8192}, {256, 32768}};
+const GraphCase kGraphCases[] = {{64, 8192, ""}, {64, 32768, ""}, {256, 8192, ""}, {256, 32768, ""}};
+// Steps with prefill rows (CUDA, and prefill1K on the host too: the smoke run's case).
+const GraphCase kPrefillGraphCases[] = {{0, 0, "prefill1K"}, {0, 0, "prefill8K"}, {0, 0, "decode32_prefill8K"}};
+
+// The persistent buffers of a graph case, its step drawn or staged in them.
+std::unique_ptr<harness::GraphStepBuffers> graph_buffers(opt::Backend backend, const ref::ModelSchedule& schedule,
+                                                         const GraphCase& shape) {
+  if (shape.decodes == 0) {
+    HostStep host = make_host_step(bench_case(shape.bench_case).shape, schedule);
+    harness::StepCase c;
+    c.step = std::move(host.step);
+    c.schedule = schedule;
+    c.c4a_per_layer = std::move(host.c4a_per_layer);
+    harness::make_persistent(c, harness::StepCapacity{}, /*seed=*/7);  // capacities = the step's sizes
+    return std::make_unique<harness::GraphStepBuffers>(backend, c);
+  }
+  harness::GraphCapacities capacities;
+  capacities.tokens = capacities.requests = shape.decodes;
+  capacities.table_rows = shape.decodes + 8;
+  capacities.max_context = shape.context;
+  auto buffers = std::make_unique<harness::GraphStepBuffers>(backend, schedule, capacities);
+  std::mt19937_64 rng(7);
+  buffers->draw_decode_step(rng, shape.decodes, shape.context);
+  buffers->upload();
+  return buffers;
+}
 constexpr double kGraphWallTargetUs = 50.0, kGraphHostTargetUs = 10.0;
 
 void BM_step_graph(benchmark::State& state, opt::Backend backend, std::string model, GraphCase shape,
@@ -427,17 +459,10 @@ void BM_step_graph(benchmark::State& state, opt::Backend backend, std::string mo
   const bool cuda = backend == opt::Backend::kCuda;
   try {
     const ref::ModelSchedule schedule = model_schedule(model);
-    harness::GraphCapacities capacities;
-    capacities.tokens = capacities.requests = shape.decodes;
-    capacities.table_rows = shape.decodes + 8;
-    capacities.max_context = shape.context;
-    harness::GraphStepBuffers buffers(backend, schedule, capacities);
-    std::mt19937_64 rng(7);
-    buffers.draw_decode_step(rng, shape.decodes, shape.context);
-    buffers.upload();
+    const std::unique_ptr<harness::GraphStepBuffers> buffers = graph_buffers(backend, schedule, shape);
     opt::MixedSparseIndicesBuilder& b = builder(backend);
     (void)b.take_content_errors();
-    opt::StepGraphSpec spec = buffers.spec();
+    opt::StepGraphSpec spec = buffers->spec();
     if (chains > 0) spec.chains = chains;  // else the default
     opt::StepGraph graph(b, spec);
     graph.replay();  // warm-up: the graph uploaded to the device
@@ -512,8 +537,13 @@ void register_benchmarks(const BackendChoice& backends) {
   }
   for (opt::Backend backend : backends.list()) {
     for (const std::string& model : model_names()) {
-      for (const GraphCase& shape : kGraphCases) {
+      std::vector<GraphCase> cases(std::begin(kGraphCases), std::end(kGraphCases));
+      for (const GraphCase& shape : kPrefillGraphCases) {
+        if (backend == opt::Backend::kCuda || shape.bench_case == "prefill1K") cases.push_back(shape);
+      }
+      for (const GraphCase& shape : cases) {
         for (const int32_t chains : {0, 1, 2, 8, 64}) {  // 0: StepGraphSpec's default
+          if (shape.decodes == 0 && chains > 1) continue;  // prefill steps: the default and 1 chain
           const std::string name = std::string(timing_prefix(backend)) + "/step_graph/" + model + "/" + shape.name() +
                                    (chains == 0 ? "" : "_chains" + std::to_string(chains));
           benchmark::RegisterBenchmark(name.c_str(), BM_step_graph, backend, model, shape, chains)

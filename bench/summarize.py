@@ -481,7 +481,10 @@ def graph_section(runs, lines, targets, steps=None, peer=None):
         return
     steps = steps or {}
     peer = peer or {}
-    lines.append("## Step graph: a cached decode step replayed as one CUDA graph\n")
+    lines.append("## Step graph: a cached step replayed as one CUDA graph\n")
+    lines.append("- decode steps: drawn into buffers of their capacities; steps with prefill rows: the "
+                 "bench case's step in persistent buffers of its own sizes (SPEC §7 builds: run-time sizes, "
+                 "each row's metadata checked), as an engine that captures its prefill metadata builds runs them\n")
     lines.append("- wall us: host clock from the replay call (stream idle, L2 flushed) until the host has "
                  "seen the graph complete, the step's builds running as StepGraphSpec's default number of "
                  "chains at once (they read only inputs written before the replay); 1 chain: the same builds "
