@@ -413,10 +413,11 @@ ReplayTimes time_replays(benchmark::State& state, bool cuda, void* stream, const
 // (issue 10 items 3 and 6), then per iteration one replay. <prefix>/step_graph/<model>/<case>
 // (a bench case with prefill rows, bench_cases.h): that step in persistent buffers of its own
 // sizes, the same way: what an engine that captures its prefill metadata builds gets (SPEC §7
-// builds: run-time sizes, each row's metadata checked), beside the eager step and the peer's graph. The builds run as StepGraphSpec's
-// default number of chains at once, or as C (_chains1: one after another in layer order, each
-// waiting for the one before, as in an engine's graph that interleaves them with its layers). wall_us: host clock from the replay call
-// (stream idle, L2 flushed) until the host has seen an event recorded after the graph
+// builds: run-time sizes, each row's metadata checked), beside the eager step and the peer's
+// graph. The builds run as StepGraphSpec's default number of chains at once, or as C
+// (_chains1: one after another in layer order, each waiting for the one before, as in an
+// engine's graph that interleaves them with its layers). wall_us: host clock from the replay
+// call (stream idle, L2 flushed) until the host has seen an event recorded after the graph
 // complete; host_us: the replay call alone. Targets (H200, Flash, 64 decodes at 8K):
 // wall <= 50 us, host <= 10 us.
 struct GraphCase {
