@@ -396,14 +396,15 @@ DSV4_HD DSV4_INLINE bool fast_prefill_part(const MixedSparseIndicesArgs& a) {
          (a.output_shift == 0 || a.output_shift == a.first_column);
 }
 
-// A prefill row on the fast path (power-of-two blocks, 16-byte chunks, no run-time sizes; with
-// kParts, a fast_prefill_part): the same values, lengths and error counts as the general
-// build_row_share below, in fewer instructions per column (the kernels are issue-bound there:
-// Nsight, bench/results/). Thread `rank` owns compressed chunks rank, rank + group_threads, ...
+// A prefill row on the fast path (power-of-two blocks, 16-byte chunks; with kParts, a
+// fast_prefill_part): the same values, lengths and error counts as the general build_row_share
+// below, in fewer instructions per column (the kernels are issue-bound there: Nsight,
+// bench/results/). kChecked (SPEC §7 run-time sizes, resolved into `a`): the metadata checked by
+// plan_row<true> as on the general path. Thread `rank` owns compressed chunks rank, rank + group_threads, ...
 // (in passes of kChunks, the next pass's inputs loaded before this one is translated, the
 // first pass's before the plan), then window chunks the same way. A part without compressed
 // columns reads no top-k input.
-template <int kChunks, bool kParts = false>
+template <int kChunks, bool kParts = false, bool kChecked = false>
 DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArgs& a, int32_t t, int32_t rank,
                                                      int32_t group_threads, int32_t* errors) {
   using Columns = RowColumns<kParts>;
@@ -431,8 +432,10 @@ DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArg
   int32_t va[kChunks][4] = {};
   int32_t vb[kChunks][4] = {};
   load_pass(rank, min_i32(share.start.compressed_width, 4 * compressed_chunks), va);
-  share.plan = plan_row<false>(a, share.start);
-  if (!share.plan.request_in_range) {  // unreachable after validation: memory-safe all the same
+  share.plan = plan_row<kChecked>(a, share.start);
+  // Unchecked: unreachable after validation, memory-safe all the same. Checked: a row whose
+  // metadata breaks the checks.
+  if (!share.plan.request_in_range) {
     store_minus_one_row<4, kParts>(a, share.start.out, rank, group_threads);
     return share;
   }
@@ -456,9 +459,11 @@ template <bool kPowerOfTwo, bool kVec4, int kChunks, RowKinds kRows = RowKinds::
           bool kParts = true>
 DSV4_HD DSV4_INLINE RowShare build_row_share(const MixedSparseIndicesArgs& a, int32_t t, int32_t rank,
                                              int32_t group_threads, int32_t* errors) {
-  if constexpr (kPowerOfTwo && kVec4 && !kChecked && kRows != RowKinds::kDecode) {
+  // (checked builds too: their prefill rows, in step graphs, took 3-6 % longer on the general
+  // path; bench/results/2026-12-03-h200-batched-lookups-trial/)
+  if constexpr (kPowerOfTwo && kVec4 && kRows != RowKinds::kDecode) {
     if (!is_decode_row<kRows>(a, t) && (!kParts || fast_prefill_part(a))) {
-      return build_prefill_row_share<kChunks, kParts>(a, t, rank, group_threads, errors);
+      return build_prefill_row_share<kChunks, kParts, kChecked>(a, t, rank, group_threads, errors);
     }
   }
   constexpr int32_t kLanes = kVec4 ? 4 : 1;
