@@ -157,47 +157,6 @@ struct BlockTableView {
     if (!fits) *errors += kLanes;
   }
 
-  // Whether kLanes consecutive indices first, first + 1, ... (first >= 0, the last <= INT32_MAX)
-  // lie in at most two blocks (the power_of_two fast path): lookup_two_block_run's condition.
-  // True for every such run when B >= kLanes - 1.
-  template <int kLanes>
-  DSV4_HD DSV4_INLINE bool run_in_two_blocks(int32_t first) const {
-    const uint32_t u = static_cast<uint32_t>(first);
-    return ((u + (kLanes - 1)) >> log2_block_size) - (u >> log2_block_size) <= 1u;
-  }
-
-  // kLanes consecutive indices first, first + 1, ... in at most two blocks (run_in_two_blocks;
-  // the power_of_two fast path): one table read per block, so C128A's positional top-k with
-  // B = 2 (every 16-byte chunk spans two blocks) and window chunks across a block boundary take
-  // two reads, not kLanes. Same results and error counts as kLanes lookup()s.
-  template <int kLanes>
-  DSV4_HD DSV4_INLINE void lookup_two_block_run(const int32_t* row_table, int32_t first, int32_t (&out)[kLanes],
-                                                int32_t* errors) const {
-    const uint32_t u = static_cast<uint32_t>(first);
-    const uint32_t block0 = u >> log2_block_size;
-    const uint32_t block1 = (u + (kLanes - 1)) >> log2_block_size;
-    const uint32_t width = static_cast<uint32_t>(blocks_per_row);
-    const uint32_t physical0 = block0 < width ? static_cast<uint32_t>(load_input(row_table + block0)) : ~0u;
-    const uint32_t physical1 =
-        block1 == block0 ? physical0 : block1 < width ? static_cast<uint32_t>(load_input(row_table + block1)) : ~0u;
-    const uint32_t mask = static_cast<uint32_t>(block_size - 1);
-    const uint32_t in_first_block = static_cast<uint32_t>(block_size) - (u & mask);  // indices e < it: block0
-    const bool fits0 = physical0 <= max_safe_block;
-    const bool fits1 = physical1 <= max_safe_block;
-    // Slot of index first + e: slot0 + e in block0, slot1 + e in block1 (offset e - in_first_block).
-    const uint32_t slot0 = physical0 * static_cast<uint32_t>(block_size) + (u & mask);
-    const uint32_t slot1 = physical1 * static_cast<uint32_t>(block_size) - in_first_block;
-    int32_t bad = 0;
-    DSV4_UNROLL
-    for (int e = 0; e < kLanes; ++e) {
-      const bool first_block = static_cast<uint32_t>(e) < in_first_block;
-      const bool fits = first_block ? fits0 : fits1;
-      bad += fits ? 0 : 1;
-      out[e] = fits ? static_cast<int32_t>((first_block ? slot0 : slot1) + static_cast<uint32_t>(e)) : -1;
-    }
-    *errors += bad;
-  }
-
   template <bool kPowerOfTwo = false>
   DSV4_HD DSV4_INLINE int32_t slot_in_row(const int32_t* row_table, int32_t i, int32_t* errors) const {
     return lookup<kPowerOfTwo>(row_table, i, true, errors);

@@ -213,50 +213,6 @@ DSV4_HD DSV4_INLINE void load_chunk_inputs(const MixedSparseIndicesArgs& a, cons
   for (int e = 0; e < kLanes; ++e) v[e] = j0 + e < readable ? load_input(s.compressed_in + j0 + e) : -1;
 }
 
-// Trial (same-call A/B, bench/results/): how a chunk of consecutive indices is looked up as a run.
-// 1: in one block only (one table read), else index by index; 2: one block, else two blocks (a
-// read per block), else index by index; 3: at most two blocks, one form for both.
-#ifndef DSV4_RUN_LOOKUP
-#define DSV4_RUN_LOOKUP 3
-#endif
-
-// kLanes consecutive indices first, first + 1, ... (first >= 0, none past INT32_MAX; the
-// power_of_two fast path) looked up as a run, one table read per block, when they lie in few
-// enough blocks; false, with nothing looked up, when they do not.
-template <int kLanes>
-DSV4_HD DSV4_INLINE bool lookup_consecutive(const BlockTableView& table, const int32_t* row_table, int32_t first,
-                                            int32_t (&v)[kLanes], int32_t* errors) {
-#if DSV4_RUN_LOOKUP == 3
-  if (!table.run_in_two_blocks<kLanes>(first)) return false;
-  table.lookup_two_block_run<kLanes>(row_table, first, v, errors);
-  return true;
-#else
-  const uint32_t block = static_cast<uint32_t>(first) >> table.log2_block_size;
-  if (block == static_cast<uint32_t>(first + (kLanes - 1)) >> table.log2_block_size) {
-    table.lookup_run<kLanes>(row_table, first, block, v, errors);
-    return true;
-  }
-#if DSV4_RUN_LOOKUP == 2
-  if (table.run_in_two_blocks<kLanes>(first)) {
-    table.lookup_two_block_run<kLanes>(row_table, first, v, errors);
-    return true;
-  }
-#endif
-  return false;
-#endif
-}
-
-// Whether v holds consecutive indices v[0], v[0] + 1, ..., all >= 0 (unsigned differences: no
-// overflow; v[0] and the last >= 0 rule out a wrap past INT32_MAX).
-template <int kLanes>
-DSV4_HD DSV4_INLINE bool consecutive_indices(const int32_t (&v)[kLanes]) {
-  const uint32_t u0 = static_cast<uint32_t>(v[0]);
-  bool consecutive = v[0] >= 0 && v[kLanes - 1] >= 0;
-  DSV4_UNROLL
-  for (int e = 1; e < kLanes; ++e) consecutive = consecutive && static_cast<uint32_t>(v[e]) - u0 == static_cast<uint32_t>(e);
-  return consecutive;
-}
-
 // Turns chunk k's loaded inputs `v` into its output values (SPEC §3); the row's request is in
 // range (build_row_share writes other rows as -1 itself). Window columns c < W:
 // decode copies its SWA row; prefill looks up positions swa_start + c. Compressed columns
@@ -271,8 +227,12 @@ DSV4_HD DSV4_INLINE void finish_chunk(const MixedSparseIndicesArgs& a, const Row
   if (c0 < a.window) {
     if (s.decode) return;
     if constexpr (kPowerOfTwo && kLanes > 1) {
-      // Consecutive positions (>= 0 below swa_len), mostly in one block: a table read per block.
-      if (c0 + kLanes <= p.swa_len && lookup_consecutive<kLanes>(a.swa, p.swa_table, p.swa_start + c0, v, errors)) {
+      // Consecutive positions, mostly in one block: one table read for the chunk.
+      const int32_t first = p.swa_start + c0;
+      const uint32_t block = static_cast<uint32_t>(first) >> a.swa.log2_block_size;
+      if (c0 + kLanes <= p.swa_len &&
+          block == static_cast<uint32_t>(first + kLanes - 1) >> a.swa.log2_block_size) {
+        a.swa.lookup_run<kLanes>(p.swa_table, first, block, v, errors);
         return;
       }
     }
@@ -299,8 +259,16 @@ DSV4_HD DSV4_INLINE void finish_chunk(const MixedSparseIndicesArgs& a, const Row
     for (int e = 0; e < kLanes; ++e) *picks += v[e] >= 0 ? 1 : 0;
   }
   if constexpr (kPowerOfTwo && kLanes == 4) {
-    // Consecutive indices (C128A's positional top-k, runs in sorted top-k): a table read per block.
-    if (consecutive_indices(v) && lookup_consecutive<kLanes>(a.compressed, p.compressed_table, v[0], v, errors)) return;
+    // Consecutive indices in one block (C128A's positional top-k, runs in sorted top-k): one
+    // table read for the chunk.
+    // (Unsigned differences: no overflow; one block for v[0] >= 0 and v[3] rules out a wrap.)
+    const uint32_t u0 = static_cast<uint32_t>(v[0]);
+    const uint32_t block = u0 >> a.compressed.log2_block_size;
+    if (v[0] >= 0 && static_cast<uint32_t>(v[1]) - u0 == 1u && static_cast<uint32_t>(v[2]) - u0 == 2u &&
+        static_cast<uint32_t>(v[3]) - u0 == 3u && block == static_cast<uint32_t>(v[3]) >> a.compressed.log2_block_size) {
+      a.compressed.lookup_run<kLanes>(p.compressed_table, v[0], block, v, errors);
+      return;
+    }
   }
   DSV4_UNROLL
   for (int e = 0; e < kLanes; ++e) {
@@ -388,9 +356,14 @@ DSV4_HD DSV4_INLINE void finish_prefill_compressed_chunk(const MixedSparseIndice
     DSV4_UNROLL
     for (int e = 0; e < 4; ++e) v[e] = j0 + e < count ? v[e] : -1;
   }
-  // Consecutive indices (C128A's positions, two blocks a chunk at B = 2; a C4A indexer's picks
-  // rarely are, and skip the test): a table read per block.
-  if (a.ratio == 4 || !consecutive_indices(v) || !lookup_consecutive<4>(a.compressed, p.compressed_table, v[0], v, errors)) {
+  // Consecutive indices in one block (C128A's positions; a C4A indexer's picks rarely
+  // are, and skip the test): one table read for the chunk.
+  const uint32_t u0 = static_cast<uint32_t>(v[0]);
+  const uint32_t block = u0 >> a.compressed.log2_block_size;
+  if (a.ratio != 4 && v[0] >= 0 && static_cast<uint32_t>(v[1]) - u0 == 1u && static_cast<uint32_t>(v[2]) - u0 == 2u &&
+      static_cast<uint32_t>(v[3]) - u0 == 3u && block == static_cast<uint32_t>(v[3]) >> a.compressed.log2_block_size) {
+    a.compressed.lookup_run<4>(p.compressed_table, v[0], block, v, errors);
+  } else {
     a.compressed.lookup_indices<4>(p.compressed_table, v, errors);
   }
   store_chunk<4>(compressed_out + j0, v);
@@ -404,7 +377,10 @@ DSV4_HD DSV4_INLINE void build_prefill_window(const MixedSparseIndicesArgs& a, c
     const int32_t c0 = 4 * k;
     int32_t v[4];
     const int32_t first = p.swa_start + c0;
-    if (!(c0 + 4 <= p.swa_len && lookup_consecutive<4>(a.swa, p.swa_table, first, v, errors))) {
+    const uint32_t block = static_cast<uint32_t>(first) >> a.swa.log2_block_size;
+    if (c0 + 4 <= p.swa_len && block == static_cast<uint32_t>(first + 3) >> a.swa.log2_block_size) {
+      a.swa.lookup_run<4>(p.swa_table, first, block, v, errors);
+    } else {
       DSV4_UNROLL
       for (int e = 0; e < 4; ++e) v[e] = a.swa.lookup<true>(p.swa_table, first + e, c0 + e < p.swa_len, errors);
     }

@@ -121,55 +121,6 @@ TEST(BlockTableView, PowerOfTwoLookupMatchesWideArithmetic) {
   EXPECT_FALSE(BlockTableView::make(nullptr, 0, 0, 100).power_of_two);
 }
 
-// A run of kLanes consecutive indices in at most two blocks, read with one table read per
-// block, against kLanes lookup()s: every start in and past the table (blocks past the width,
-// negative and edge ids on either side of a block boundary), and the runs that end at INT32_MAX.
-template <int kLanes>
-void expect_two_block_runs_match_lookups(int32_t B) {
-  const int64_t max_safe = (int64_t{INT32_MAX} - (B - 1)) / B;
-  std::vector<int32_t> ids = {0, 1, -1, 7, INT32_MIN, 5, INT32_MAX, 2, static_cast<int32_t>(INT32_MAX / B), 3};
-  for (int64_t d = -2; d <= 3; ++d) ids.push_back(static_cast<int32_t>(max_safe + d));
-  const BlockTableView view = BlockTableView::make(ids.data(), 1, static_cast<int32_t>(ids.size()), B);
-  ASSERT_TRUE(view.power_of_two);
-  std::vector<int64_t> firsts;
-  for (int64_t block = 0; block <= static_cast<int64_t>(ids.size()) + 1; ++block) {
-    for (int64_t offset = -kLanes; offset <= kLanes; ++offset) firsts.push_back(block * B + offset);
-  }
-  for (int64_t first = int64_t{INT32_MAX} - kLanes - 2; first <= int64_t{INT32_MAX} - (kLanes - 1); ++first) {
-    firsts.push_back(first);
-  }
-  int32_t runs = 0;
-  for (const int64_t first : firsts) {
-    if (first < 0 || first + kLanes - 1 > INT32_MAX) continue;
-    const auto start = static_cast<int32_t>(first);
-    const bool two_blocks = ((first + kLanes - 1) / B) - (first / B) <= 1;
-    ASSERT_EQ(view.run_in_two_blocks<kLanes>(start), two_blocks) << "B " << B << " first " << first;
-    if (!two_blocks) continue;
-    ++runs;
-    int32_t got[kLanes];
-    int32_t got_errors = 0;
-    view.lookup_two_block_run<kLanes>(view.row(0), start, got, &got_errors);
-    int32_t want_errors = 0;
-    for (int e = 0; e < kLanes; ++e) {
-      ASSERT_EQ(got[e], view.lookup<true>(view.row(0), start + e, true, &want_errors))
-          << "B " << B << " first " << first << " lane " << e;
-    }
-    ASSERT_EQ(got_errors, want_errors) << "B " << B << " first " << first;
-  }
-  if (B == 1 && kLanes > 2) {
-    EXPECT_EQ(runs, 0);  // kLanes > 2 indices span kLanes blocks of one
-  } else {
-    EXPECT_GT(runs, 8) << "B " << B;
-  }
-}
-
-TEST(BlockTableView, TwoBlockRunsMatchLookupsIndexByIndex) {
-  for (int32_t B : {1, 2, 4, 8, 64, 1 << 20, 1 << 30}) {
-    expect_two_block_runs_match_lookups<4>(B);
-    expect_two_block_runs_match_lookups<2>(B);
-  }
-}
-
 // The hardware dispatches CTAs in block order, so the first blocks must build the longest
 // rows: a launch's decode CTAs (a full top-k each) in order, then its prefill CTAs from the
 // last (a prefill row's top-k grows with its position); the light first rows of a request
