@@ -28,6 +28,12 @@ KERNEL_TARGETS_US = {"flash/SWA-only/prefill8K": 4.5, "flash/SWA-only/decode64_c
                      "pro/C4A/prefill8K": 18.6, "flash/C4A/decode64_ctx8K": 3.6,
                      "flash/C128A/prefill8K": 6.0, "flash/C128A/prefill8K_ctx120K": 21.5}
 
+# Issue 8's whole-step targets (cached prefill 8K, wall us, H200): at most these, and faster than
+# the peer's step captured in a CUDA graph in the same run; judged on our eager step and on our
+# step graph (graph_section).
+STEP_WALL_TARGETS_US = {"flash": 230.0, "pro": 560.0}
+STEP_TARGET_CASE = "prefill8K"
+
 KIND_ORDER = {"SWA-only": 0, "C4A": 1, "C128A": 2}
 CASE_ORDER = ["decode64_ctx8K", "decode64_ctx32K", "decode256_ctx8K", "decode256_ctx32K", "prefill1K", "prefill8K",
               "prefill8K_ctx120K", "decode32_prefill8K"]
@@ -518,6 +524,7 @@ def graph_section(runs, lines, targets, steps=None, peer=None):
             if r.get(target_counter):
                 targets.append((f"{key[1]} {key[2]} graph replay, {counter}", key[0], r.get(counter),
                                 r.get(target_counter)))
+        step_wall_targets(key, r, chained.get(key, {}), eager, p if ok else {}, targets)
     lines.append("")
     if floors:
         lines.append("### Graph launch floor\n")
@@ -530,6 +537,25 @@ def graph_section(runs, lines, targets, steps=None, peer=None):
         for name in sorted(floors, key=lambda n: (int(n.split("x")[0]), n)):
             lines.append(f"| {name} | {fmt(floors[name].get('wall_us'), 1)} | {fmt(floors[name].get('host_us'), 1)} |")
         lines.append("")
+
+
+def step_wall_targets(key, graph, chained, eager, peer, targets):
+    """Issue 8's step targets for one (timing, model, case): our eager cached step and our step
+    graph (default chains, and 1 chain: the builds one after another) against the wall target,
+    and against the peer's graph-replayed step of the same run (the target there is its time)."""
+    timing, model, case = key
+    target = STEP_WALL_TARGETS_US.get(model)
+    if case != STEP_TARGET_CASE or target is None:
+        return
+    ours = [("eager cached step", eager), ("step graph", graph), ("step graph, 1 chain", chained)]
+    for what, r in ours:
+        if r.get("wall_us") is not None and "error" not in r:
+            targets.append((f"{model} prefill 8K {what}, wall (issue 8)", timing, r.get("wall_us"), target))
+    if peer.get("graph_wall_us") is not None:
+        for what, r in ours:
+            if r.get("wall_us") is not None and "error" not in r:
+                targets.append((f"{model} prefill 8K {what}, wall, against the peer's graph-replayed step "
+                                "(issue 8: faster than it)", timing, r.get("wall_us"), peer["graph_wall_us"]))
 
 
 def cached_steps(doc, paths, suffix=""):

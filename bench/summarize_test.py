@@ -1,0 +1,42 @@
+"""Unit tests of bench/summarize.py's target judgements (run by CTest: bench_summarize_test)."""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import summarize  # noqa: E402
+
+
+class StepWallTargets(unittest.TestCase):
+    def judged(self, key, graph, chained, eager, peer):
+        targets = []
+        summarize.step_wall_targets(key, graph, chained, eager, peer, targets)
+        return {what: (value, target) for what, _, value, target in targets}
+
+    def test_each_step_form_against_the_wall_target_and_the_peers_graph(self):
+        got = self.judged(("cuda", "flash", "prefill8K"), {"wall_us": 215.0}, {"wall_us": 270.0},
+                          {"wall_us": 262.0}, {"graph_wall_us": 307.0})
+        self.assertEqual(got["flash prefill 8K step graph, wall (issue 8)"], (215.0, 230.0))
+        self.assertEqual(got["flash prefill 8K eager cached step, wall (issue 8)"], (262.0, 230.0))
+        self.assertEqual(got["flash prefill 8K step graph, 1 chain, wall (issue 8)"], (270.0, 230.0))
+        peer_key = ("flash prefill 8K step graph, wall, against the peer's graph-replayed step "
+                    "(issue 8: faster than it)")
+        self.assertEqual(got[peer_key], (215.0, 307.0))
+        self.assertEqual(len(got), 6)
+        self.assertTrue(summarize.verdict(215.0, 230.0).startswith("MET"))
+        self.assertTrue(summarize.verdict(262.0, 230.0).startswith("MISSED"))
+
+    def test_pro_target_and_no_peer_line_without_the_peer(self):
+        got = self.judged(("cuda", "pro", "prefill8K"), {"wall_us": 494.0}, {}, {"wall_us": 580.0}, {})
+        self.assertEqual(got, {"pro prefill 8K step graph, wall (issue 8)": (494.0, 560.0),
+                               "pro prefill 8K eager cached step, wall (issue 8)": (580.0, 560.0)})
+
+    def test_other_cases_errors_and_models_are_not_judged(self):
+        self.assertEqual(self.judged(("cuda", "flash", "prefill1K"), {"wall_us": 1.0}, {}, {}, {}), {})
+        self.assertEqual(self.judged(("cuda", "random", "prefill8K"), {"wall_us": 1.0}, {}, {}, {}), {})
+        self.assertEqual(self.judged(("cuda", "flash", "prefill8K"), {"wall_us": 1.0, "error": "x"}, {}, {}, {}),
+                         {})
+
+
+if __name__ == "__main__":
+    unittest.main()
