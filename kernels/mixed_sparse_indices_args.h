@@ -130,29 +130,6 @@ struct BlockTableView {
       const uint32_t block = static_cast<uint32_t>(v[e]) >> log2_block_size;
       physical[e] = block < index_block_bound ? static_cast<uint32_t>(load_input(row_table + block)) : ~0u;
     }
-#if defined(DSV4_RARE_ERROR_COUNT)
-    bool fits[kLanes];
-    bool all_fit = true;
-    DSV4_UNROLL
-    for (int e = 0; e < kLanes; ++e) {
-      fits[e] = physical[e] <= max_safe_block;  // false for no block (~0u)
-      all_fit = all_fit && fits[e];
-    }
-    // Counted only when some index failed (-1 lanes, or a content error): the common chunk
-    // spends no instruction on it.
-    if (!all_fit) {
-      int32_t bad = 0;
-      DSV4_UNROLL
-      for (int e = 0; e < kLanes; ++e) bad += v[e] >= 0 && !fits[e] ? 1 : 0;
-      *errors += bad;
-    }
-    DSV4_UNROLL
-    for (int e = 0; e < kLanes; ++e) {
-      v[e] = fits[e] ? static_cast<int32_t>(physical[e] * static_cast<uint32_t>(block_size) +
-                                            (static_cast<uint32_t>(v[e]) & static_cast<uint32_t>(block_size - 1)))
-                     : -1;
-    }
-#else
     int32_t bad = 0;
     DSV4_UNROLL
     for (int e = 0; e < kLanes; ++e) {
@@ -163,7 +140,6 @@ struct BlockTableView {
                   : -1;
     }
     *errors += bad;
-#endif
   }
 
   // kLanes consecutive indices first, first + 1, ... that all lie in block `block` (the
