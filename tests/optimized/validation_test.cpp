@@ -13,10 +13,12 @@
 #include "harness/generators.h"
 #include "harness/hand_cases.h"
 #include "harness/staged_request.h"
+#include "harness/step_factory.h"
 #include "optimized/host_builder.h"
 #include "optimized/layer_kind.h"
 #include "optimized/step_indexer.h"
 #include "optimized/validation.h"
+#include "reference/model_schedule.h"
 #include "support/assertions.h"
 
 namespace dsv4::opt {
@@ -214,6 +216,39 @@ TEST(Validation, StepStructure) {
                             {"host.seq_lens is null"}));
   EXPECT_TRUE(throws_naming([&] { validate_step_structure(f.request, {f.qsl.data(), f.seq_lens.data(), nullptr}); },
                             {"host.token_to_req is null"}));
+}
+
+// A step of many tokens over several requests (the token check's one pass over them): valid
+// as made, and with two broken tokens the first in token order is the one named, whichever of
+// the two failures (out of range, or another request's id) comes first.
+TEST(Validation, TheFirstBrokenTokenOfALargeStepIsNamed) {
+  harness::StepShape shape;
+  shape.num_decodes = 3;
+  shape.decode_context = 500;
+  shape.num_prefills = 3;
+  shape.prefill_tokens_each = 700;
+  shape.prefill_context = 100;
+  const ref::Step step = harness::make_step(shape);
+  const StagedRequest staged(Backend::kHost,
+                             ref::layer_builder_inputs(step, ref::deepseek_v4_flash(), 0, nullptr));
+  const StepStructureHost valid = staged.host();
+  ASSERT_EQ(step_structure_error(staged.request(), valid), "");
+  const int32_t T = staged.request().num_tokens;
+  ASSERT_EQ(T, 3 + 3 * 700);
+  const std::vector<int32_t> original(valid.token_to_req, valid.token_to_req + T);
+  const auto message_with = [&](int32_t t1, int32_t v1, int32_t t2, int32_t v2) {
+    std::vector<int32_t> broken = original;
+    broken[static_cast<size_t>(t1)] = v1;
+    broken[static_cast<size_t>(t2)] = v2;
+    return step_structure_error(staged.request(), StepStructureHost{valid.query_start_loc, valid.seq_lens, broken.data()});
+  };
+  // Token 1500 lies in request 5 (tokens 1403..2102); 1000 in request 4.
+  EXPECT_EQ(message_with(1000, 5, 1500, -1),
+            "token_to_req[1000] = 5 disagrees with query_start_loc: token 1000 lies in request 4's range [703, 1403)");
+  EXPECT_EQ(message_with(1000, 6, 1500, 4), "token_to_req[1000] = 6 is out of range [0, R = 6)");
+  EXPECT_EQ(message_with(2102, 0, 2, 7), "token_to_req[2] = 7 is out of range [0, R = 6)");
+  EXPECT_EQ(message_with(T - 1, 4, T - 1, 4),
+            "token_to_req[2102] = 4 disagrees with query_start_loc: token 2102 lies in request 5's range [1403, 2103)");
 }
 
 TEST(Validation, DecodeTokensMustEndAtARequestBoundary) {
