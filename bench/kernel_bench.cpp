@@ -20,6 +20,8 @@
 // registered on the host backend).
 // <prefix>/cache_hit/<kind>: StepIndexCache::get_or_build on a hit (target <= 0.2 us);
 // <prefix>/indexer_hit/<kind>: StepIndexer::layer_indices on a hit (request + key + lookup).
+// <prefix>/step_check/<case>: the step's structural check (SPEC §4, O(T + R) over the host
+// copies of its metadata), which runs on the host once per step before its first launch.
 // cuda/launch_floor/dependent_reads_<n>: one thread following n dependent reads (each a DRAM
 // round trip after the flush) then one store: the latency floor of a small (decode) build.
 // cuda/byte_floor/<model>/<kind>/<case>: a streaming kernel moving exactly the case's bytes,
@@ -517,6 +519,25 @@ void BM_hit(benchmark::State& state, KernelConfig cfg, bool through_indexer) {
   state.SetLabel(label.str());
 }
 
+void BM_step_check(benchmark::State& state, KernelConfig cfg) {
+  StagedLayer& s = staged_layer(cfg);
+  if (!s.error.empty()) {
+    state.SkipWithError(s.error.c_str());
+    return;
+  }
+  const opt::StepInputs& step = s.staged->staged->inputs();
+  const std::string error = opt::step_inputs_error(step);
+  if (!error.empty()) {
+    state.SkipWithError((cfg.key() + ": the staged step is invalid: " + error).c_str());
+    return;
+  }
+  const double t0 = now_us();
+  for (auto _ : state) keep(opt::step_inputs_error(step).size());
+  state.counters["host_us"] = (now_us() - t0) / static_cast<double>(state.iterations());
+  state.counters["tokens"] = step.num_tokens;
+  state.SetLabel("step_inputs_error (StepIndexer's check) on the host copies");
+}
+
 // The issue-8 target cases, timed with every compiled launch shape (--shape_sweep).
 void register_shape_sweep() {
   const std::tuple<const char*, ref::LayerKind, const char*> cases[] = {
@@ -585,6 +606,10 @@ void register_benchmarks(const BackendChoice& backends) {
           ->MinTime(0.05);
       benchmark::RegisterBenchmark((prefix + "/indexer_hit/" + name).c_str(), BM_hit, cfg, true)
           ->MinTime(0.05);
+    }
+    for (const BenchCase& c : bench_cases()) {
+      const KernelConfig cfg{backend, "flash", ref::LayerKind::kSwaOnly, c.name};
+      benchmark::RegisterBenchmark((prefix + "/step_check/" + c.name).c_str(), BM_step_check, cfg)->MinTime(0.02);
     }
     for (const std::string& model : model_names()) {
       const ref::ModelSchedule schedule = model_schedule(model);

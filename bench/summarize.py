@@ -318,6 +318,16 @@ def kernel_section(doc, lines, targets, floor_notes, peer=None, peer_ctx=None):
                 targets.append((f"StepIndexCache hit host time ({kind})", prefix,
                                 r.get("host_us"), CACHE_HIT_TARGET_US))
         lines.append("")
+    checks = [(name.split("/")[0], name.split("/")[2], r) for name, r in runs.items()
+              if len(name.split("/")) == 3 and name.split("/")[1] == "step_check"]
+    if checks:
+        lines.append("- step check: the step's structural check (SPEC §4) on the host copies of its metadata, "
+                     "once per step before its first launch (StepIndexer's constructor); host us per call\n")
+        lines.append("| timing | case | tokens | host us |")
+        lines.append("|---|---|---:|---:|")
+        for prefix, case, r in sorted(checks, key=lambda c: (c[0], CASE_ORDER.index(c[1]) if c[1] in CASE_ORDER else 99)):
+            lines.append(f"| {prefix} | {case} | {fmt(r.get('tokens'), 0)} | {fmt(r.get('host_us'), 2)} |")
+        lines.append("")
     errors = [(n, r["error"]) for n, r in runs.items() if "error" in r]
     return errors
 

@@ -221,8 +221,9 @@ bool request_shape_ok(Checks& check, const BuildRequest& r) {
 
 // Whether every token t in [qsl[q], qsl[q + 1]) has token_to_req[t] == q (and so in range):
 // one pass without a branch per token, which the compiler vectorizes. It runs before a step's
-// first launch: token by token with early exits, 8,192 tokens took 15 us on this project's
-// 2-core host, against 1.7 us this way. Only a failing step then looks for its first failure.
+// first launch: token by token with early exits, an 8,192-token prefill step's check took 6.7 us
+// on this project's 2-core host, 1.0 us this way (kernel_bench cpu/step_check/prefill8K). Only
+// a failing step then looks for its first failure.
 bool tokens_in_their_requests(const int32_t* qsl, const int32_t* token_to_req, int32_t num_requests) {
   int32_t mismatch = 0;
   for (int32_t q = 0; q < num_requests; ++q) {
