@@ -557,15 +557,13 @@ def step_wall_targets(key, graph, chained, eager, peer, targets):
     target = STEP_WALL_TARGETS_US.get(model)
     if case != STEP_TARGET_CASE or target is None:
         return
-    ours = [("eager cached step", eager), ("step graph", graph), ("step graph, 1 chain", chained)]
-    for what, r in ours:
-        if r.get("wall_us") is not None and "error" not in r:
-            targets.append((f"{model} prefill 8K {what}, wall (issue 8)", timing, r.get("wall_us"), target))
-    if peer.get("graph_wall_us") is not None:
-        for what, r in ours:
-            if r.get("wall_us") is not None and "error" not in r:
-                targets.append((f"{model} prefill 8K {what}, wall, against the peer's graph-replayed step "
-                                "(issue 8: faster than it)", timing, r.get("wall_us"), peer["graph_wall_us"]))
+    for what, r in (("eager cached step", eager), ("step graph", graph), ("step graph, 1 chain", chained)):
+        if r.get("wall_us") is None or "error" in r:
+            continue
+        targets.append((f"{model} prefill 8K {what}, wall (issue 8)", timing, r["wall_us"], target))
+        if peer.get("graph_wall_us") is not None:
+            targets.append((f"{model} prefill 8K {what}, wall, against the peer's graph-replayed step "
+                            "(issue 8: faster than it)", timing, r["wall_us"], peer["graph_wall_us"]))
 
 
 def cached_steps(doc, paths, suffix=""):
