@@ -32,7 +32,7 @@ echo "== warm-L2 policy builds (no flush) rc=$?"; python3 bench/summarize_sweep.
 grep -E "ERROR|error" "$out/sweep.txt" | head -5
 for c in flash/C4A/prefill8K flash/SWA-only/decode64_ctx8K; do
   f="$out/ncu_$(echo "$c" | tr / _).txt"
-  timeout 120 ncu --clock-control none -k regex:mixed_sparse_indices_kernel -s 3 -c 1 \
+  timeout 120 ncu --clock-control none -k 'regex:(mixed_sparse_indices_kernel|prefill_rows_kernel|decode_chunk_kernel)' -s 3 -c 1 \
     --section SpeedOfLight --section WarpStateStats --section Occupancy --section LaunchStats \
     --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables \
     --metrics smsp__inst_executed.sum,dram__bytes_read.sum,dram__bytes_write.sum \

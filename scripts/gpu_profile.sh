@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Nsight Compute profiles of builds as the builder launches them, whichever kernel the policy
+# picks (the group kernel, prefill_rows_kernel for prefill-only builds, decode_chunk_kernel for
+# decode-only ones), one timed launch per kernel_bench case, every section (--set full: the
+# stall reasons per source line included), clocks left alone. For finding what limits a build
+# before changing it. Builds kernel_bench (sm_90) into build-profile.
+#   DEPS=.deps/root scripts/gpu_profile.sh OUTDIR [CASE...]
+# CASE: a kernel_bench name below cuda/ (default: kernel_planned/flash/C4A/prefill8K
+# kernel_planned/flash/C128A/prefill8K_ctx120K kernel/flash/SWA-only/decode64_ctx8K). Writes
+# OUTDIR/ncu_<case>.txt (the report) and .ncu-rep (for the Nsight Compute GUI), build.log.
+set -uo pipefail
+out=${1:?usage: gpu_profile.sh OUTDIR [CASE...]}
+shift
+cases=("$@")
+[ ${#cases[@]} -gt 0 ] || cases=(kernel_planned/flash/C4A/prefill8K kernel_planned/flash/C128A/prefill8K_ctx120K
+                                 kernel/flash/SWA-only/decode64_ctx8K)
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+cd "$(dirname "$0")/.." || exit 2
+# shellcheck source=scripts/deps_args.sh
+. scripts/deps_args.sh
+deps_from_env
+{ cmake -S . -B build-profile -G Ninja -DCMAKE_BUILD_TYPE=Release -DDSV4_CUDA=ON \
+    -DCMAKE_CUDA_ARCHITECTURES=90 "${deps_args[@]}" &&
+  cmake --build build-profile -j "$(nproc)" --target kernel_bench; } > "$out/build.log" 2>&1 ||
+  { tail -40 "$out/build.log"; exit 1; }
+# The builds' kernels only (not the L2 flush, head-start or plan-writing launches' helpers);
+# the first launches of a case check it against the reference and, planned, write its plan:
+# skip them and profile one timed launch.
+kernels='regex:(mixed_sparse_indices_kernel|prefill_rows_kernel|decode_chunk_kernel|multi_build_kernel)'
+status=0
+for c in "${cases[@]}"; do
+  name=$(echo "$c" | tr / _)
+  timeout 240 ncu --clock-control none --set full --import-source yes -k "$kernels" -s 6 -c 1 \
+    -o "$out/ncu_$name" -f ./build-profile/bench/kernel_bench --backends=cuda \
+    --benchmark_filter="^cuda/$c/" > "$out/ncu_$name.log" 2>&1
+  rc=$?
+  [ "$rc" = 0 ] || status=1
+  ncu --import "$out/ncu_$name.ncu-rep" --page details > "$out/ncu_$name.txt" 2>&1
+  echo "== ncu $c rc=$rc: $(grep -E '^  [a-z_]+kernel|Duration|Executed Ipc A|Issue Slots Busy|DRAM Throughput|Achieved Occupancy|Registers Per' \
+    "$out/ncu_$name.txt" | tr -s ' ' | tr '\n' ';' | cut -c1-400)"
+done
+exit $status
