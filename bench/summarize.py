@@ -37,6 +37,11 @@ STEP_TARGET_CASE = "prefill8K"
 KIND_ORDER = {"SWA-only": 0, "C4A": 1, "C128A": 2}
 CASE_ORDER = ["decode64_ctx8K", "decode64_ctx32K", "decode256_ctx8K", "decode256_ctx32K", "prefill1K", "prefill8K",
               "prefill8K_ctx120K", "decode32_prefill8K"]
+
+
+def case_rank(case):
+    """Sort key of a bench case: CASE_ORDER's order, unknown cases last."""
+    return CASE_ORDER.index(case) if case in CASE_ORDER else 99
 COUNTERS = ["device_us", "host_us", "bytes", "GBps", "pct_of_copy_bw", "copy_GBps",
             "dev_plus_host_us", "builder_calls", "layers", "gpu_waited_on_host",
             "startup_median_GBps", "tokens", "width", "wall_us", "arg_bytes", "target_us",
@@ -260,7 +265,7 @@ def kernel_section(doc, lines, targets, floor_notes, peer=None, peer_ctx=None):
         lines.append("|---|---|---|---|---:|---:|---:|---:|" + ("---:|---:|" if floor_cols else "")
                      + ("---:|---:|" if peer_cols else "") + ("---:|---:|" if planned_cols else ""))
         kernels.sort(key=lambda k: (k[0], k[1], KIND_ORDER.get(k[2], 9),
-                                    CASE_ORDER.index(k[3]) if k[3] in CASE_ORDER else 99))
+                                    case_rank(k[3])))
         for prefix, model, kind, case, r in kernels:
             extra = ""
             if floor_cols:
@@ -304,11 +309,13 @@ def kernel_section(doc, lines, targets, floor_notes, peer=None, peer_ctx=None):
                 worst, k = max(hosts, key=lambda h: h[0])
                 targets.append((f"build() call host time, worst case ({k[1]} {k[2]} {k[3]})",
                                 prefix, worst, BUILD_HOST_TARGET_US))
-    hits = []
+    hits, checks = [], []
     for name, r in runs.items():
         parts = name.split("/")
         if len(parts) == 3 and parts[1] in ("cache_hit", "indexer_hit"):
             hits.append((parts[0], parts[1], parts[2], r))
+        elif len(parts) == 3 and parts[1] == "step_check":
+            checks.append((parts[0], parts[2], r))
     if hits:
         lines.append("| timing | lookup | kind | host us per hit |")
         lines.append("|---|---|---|---:|")
@@ -318,14 +325,12 @@ def kernel_section(doc, lines, targets, floor_notes, peer=None, peer_ctx=None):
                 targets.append((f"StepIndexCache hit host time ({kind})", prefix,
                                 r.get("host_us"), CACHE_HIT_TARGET_US))
         lines.append("")
-    checks = [(name.split("/")[0], name.split("/")[2], r) for name, r in runs.items()
-              if len(name.split("/")) == 3 and name.split("/")[1] == "step_check"]
     if checks:
         lines.append("- step check: the step's structural check (SPEC §4) on the host copies of its metadata, "
                      "once per step before its first launch (StepIndexer's constructor); host us per call\n")
         lines.append("| timing | case | tokens | host us |")
         lines.append("|---|---|---:|---:|")
-        for prefix, case, r in sorted(checks, key=lambda c: (c[0], CASE_ORDER.index(c[1]) if c[1] in CASE_ORDER else 99)):
+        for prefix, case, r in sorted(checks, key=lambda c: (c[0], case_rank(c[1]))):
             lines.append(f"| {prefix} | {case} | {fmt(r.get('tokens'), 0)} | {fmt(r.get('host_us'), 2)} |")
         lines.append("")
     errors = [(n, r["error"]) for n, r in runs.items() if "error" in r]
@@ -351,7 +356,7 @@ def peer_step_table(steps, peer, peer_ctx, lines):
                  "ratio graph |")
     lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     keys = sorted({(m, c) for (_, m, c) in steps} | {(p["model"], p["case"]) for p in peer.values()},
-                  key=lambda k: (k[0], CASE_ORDER.index(k[1]) if k[1] in CASE_ORDER else 99))
+                  key=lambda k: (k[0], case_rank(k[1])))
     for model, case in keys:
         ours = steps.get(("cuda", model, case), {}).get("cached", {})
         p = peer.get(f"step/{model}/{case}", {})
@@ -394,7 +399,7 @@ def step_section(doc, lines, targets, floor_notes, peer=None, peer_ctx=None):
                      "host us uncached | host us cached | total uncached | total cached | "
                      "wall us uncached | wall us cached | saved (total) | saved (wall) |")
         lines.append("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-        keys = sorted(steps, key=lambda k: (k[0], k[1], CASE_ORDER.index(k[2]) if k[2] in CASE_ORDER else 99))
+        keys = sorted(steps, key=lambda k: (k[0], k[1], case_rank(k[2])))
         for key in keys:
             u, c = steps[key].get("uncached", {}), steps[key].get("cached", {})
             if "error" in u or "error" in c:
@@ -447,7 +452,7 @@ def modes_section(steps, lines, targets, measured_floors=None):
     lines.append("| timing | model | case | mode | builds / launches | wall us | floor us | measured floor us | "
                  "floor MB | saved vs seed (wall) |")
     lines.append("|---|---|---|---|---:|---:|---:|---:|---:|---:|")
-    for key in sorted(keys, key=lambda k: (k[0], k[1], CASE_ORDER.index(k[2]) if k[2] in CASE_ORDER else 99)):
+    for key in sorted(keys, key=lambda k: (k[0], k[1], case_rank(k[2]))):
         seed_wall = steps[key].get("cached", {}).get("wall_us")
         for variant in MODE_VARIANTS:
             r = steps[key].get(variant)
@@ -514,7 +519,7 @@ def graph_section(runs, lines, targets, steps=None, peer=None):
                  "64 chains wall / host us | "
                  "ours eager wall us | ours eager host us | peer eager wall us | peer graph wall us |")
     lines.append("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    keys = sorted(graphs, key=lambda k: (k[0], k[1], CASE_ORDER.index(k[2]) if k[2] in CASE_ORDER else 99))
+    keys = sorted(graphs, key=lambda k: (k[0], k[1], case_rank(k[2])))
     for key in keys:
         r = graphs[key]
         if "error" in r:
@@ -575,8 +580,7 @@ def cached_steps(doc, paths, suffix=""):
 def step_ab_section(on, off, lines, title, off_note):
     """Cached steps as step_bench runs them by default (on) against the same steps with one
     feature off, per step variant: on and off as cached_steps() gives them."""
-    keys = sorted(set(on) & set(off), key=lambda k: (k[0][0], k[0][1], CASE_ORDER.index(k[0][2])
-                                                      if k[0][2] in CASE_ORDER else 99, k[1]))
+    keys = sorted(set(on) & set(off), key=lambda k: (k[0][0], k[0][1], case_rank(k[0][2]), k[1]))
     if not keys:
         return
     lines.append(f"### Step: {title} on (default) vs off\n")
