@@ -325,7 +325,7 @@ __device__ __forceinline__ void build_decode_chunk(const MixedSparseIndicesArgs&
     if (kForm == DecodeForm::kGlobal) compressed_length = a.decode_compressed_lens != nullptr ? length_input : a.decode_width;
     if (kForm == DecodeForm::kLocal) compressed_length = length_input != 0 ? picks : 0;
     if (Columns::writes_lens(a)) {
-      a.sparse_lens[t] = (in_range ? a.window + compressed_length : 0) - Columns::length_offset(a);
+      a.sparse_lens[t] = in_range ? a.window + compressed_length - Columns::length_offset(a) : 0;  // not built: 0
     }
     // Unchecked, a request out of range is a content error; checked, the status reports it.
     if (!kChecked && !in_range) ++errors;
@@ -341,11 +341,11 @@ __global__ void __launch_bounds__(Policy::kDecodeRowMaxChunks) decode_chunk_kern
   build_decode_chunk<kForm, false, kParts>(args.expand(), nullptr);
 }
 
-template <DecodeForm kForm>
+template <DecodeForm kForm, bool kParts>
 __global__ void __launch_bounds__(Policy::kDecodeRowMaxChunks)
     checked_decode_chunk_kernel(const MixedSparseIndicesArgs args, MetadataStatus* status) {
   begin_after_prior_grid();
-  build_decode_chunk<kForm, true, false>(args, status);
+  build_decode_chunk<kForm, true, kParts>(args, status);
 }
 
 using KernelFunction = void (*)(MixedSparseIndicesArgs);
@@ -409,18 +409,22 @@ KernelFunction select_kernel(const LaunchShape& shape, bool power_of_two, bool v
 }
 
 // The run-time-sizes kernels (SPEC §7): decode-only when the capacities allow no prefill row
-// (a decode graph), else both kinds.
-KernelFunction select_checked_kernel(const LaunchShape& shape, bool power_of_two, bool vec4, RowKinds rows) {
+// (a decode graph), else both kinds; whole rows, or a SPEC §8 part (a split step graph's
+// builds). The rare paths (scalar, blocks of other sizes) serve both forms in one kernel.
+KernelFunction select_checked_kernel(const LaunchShape& shape, bool power_of_two, bool vec4, RowKinds rows,
+                                     bool parts) {
   constexpr int kChunks = Policy::kDefaultChunks;
   if (!vec4) {
     return power_of_two ? scalar_kernel<true, true>(shape.group_threads)
                         : scalar_kernel<false, true>(shape.group_threads);
   }
-  if (!power_of_two) return kernel_for_group<kChunks, false, true, RowKinds::kBoth, true>(shape.group_threads);
+  if (!power_of_two) return kernel_for_group<kChunks, false, true, RowKinds::kBoth, true, true>(shape.group_threads);
   if (rows == RowKinds::kDecode) {
-    return kernel_for_group<kChunks, true, true, RowKinds::kDecode, true>(shape.group_threads);
+    return parts ? kernel_for_group<kChunks, true, true, RowKinds::kDecode, true, true>(shape.group_threads)
+                 : kernel_for_group<kChunks, true, true, RowKinds::kDecode, true>(shape.group_threads);
   }
-  return kernel_for_group<kChunks, true, true, RowKinds::kBoth, true>(shape.group_threads);
+  return parts ? kernel_for_group<kChunks, true, true, RowKinds::kBoth, true, true>(shape.group_threads)
+               : kernel_for_group<kChunks, true, true, RowKinds::kBoth, true>(shape.group_threads);
 }
 
 template <bool kParts>
@@ -545,10 +549,10 @@ const void* decode_chunk_kernel_for(DecodeForm form) {
   });
 }
 
-// Run-time-size (checked) builds are whole rows (SPEC §8 parts need host sizes: validation.cpp).
+template <bool kParts>
 const void* checked_decode_chunk_kernel_for(DecodeForm form) {
   return for_decode_form(form, [](auto f) {
-    return reinterpret_cast<const void*>(&checked_decode_chunk_kernel<decltype(f)::value>);
+    return reinterpret_cast<const void*>(&checked_decode_chunk_kernel<decltype(f)::value, kParts>);
   });
 }
 
@@ -577,7 +581,8 @@ KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
   MetadataStatus* build_status = status_in_build ? status : nullptr;
   void* params[] = {const_cast<MixedSparseIndicesArgs*>(&args), &build_status};  // copied at launch
   if (shape.decode_chunks && checked) {
-    return launch(checked_decode_chunk_kernel_for(decode_form(args)),
+    return launch(whole_row_build(args) ? checked_decode_chunk_kernel_for<false>(decode_form(args))
+                                        : checked_decode_chunk_kernel_for<true>(decode_form(args)),
                   grid_ctas(shape, rows_launched) + (status_in_build ? 1 : 0), shape.group_threads, params,
                   config.programmatic_launch, stream,
                   "cudaLaunchKernelExC(checked_decode_chunk_kernel) / cudaGetLastError", __LINE__);
@@ -602,7 +607,8 @@ KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
                   __LINE__);
   }
   if (checked) rows = args.prefill_rows == 0 ? RowKinds::kDecode : RowKinds::kBoth;
-  const KernelFunction kernel = checked ? select_checked_kernel(shape, args.power_of_two_blocks, args.vector_path, rows)
+  const KernelFunction kernel = checked ? select_checked_kernel(shape, args.power_of_two_blocks, args.vector_path, rows,
+                                                                !whole_row_build(args))
                                         : select_kernel(shape, args.power_of_two_blocks, args.vector_path, rows,
                                                         !whole_row_build(args));
   return launch(reinterpret_cast<const void*>(kernel), grid_ctas(shape, rows_launched), kCta, params,

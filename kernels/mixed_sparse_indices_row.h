@@ -19,7 +19,8 @@
 // validation (a token_to_req entry out of range is caught per row, not trusted).
 // kChecked (SPEC §7 run-time sizes, resolved into `a` by resolve_run_time_sizes): a row whose
 // metadata breaks the structural checks (row_metadata_valid) is written -1 with length 0,
-// without a content error; padding rows [T, T_cap) read nothing (write_padding_row).
+// without a content error; padding rows [T, T_cap) read nothing (write_padding_row). Both have
+// length 0 in every SPEC §8 part too (not 0 - W in the split form's compressed segment).
 // SPEC §8 parts of a row (first_column, end_column, output_shift, length_offset of the args):
 // only the chunks of the columns written are visited, so a window part reads no compressed
 // input and counts no compressed content error, and a compressed part no window lookup.
@@ -522,8 +523,9 @@ DSV4_HD DSV4_INLINE RowShare build_row_share(const MixedSparseIndicesArgs& a, in
 template <bool kChecked = false, bool kParts = true>
 DSV4_HD DSV4_INLINE void finish_row(const MixedSparseIndicesArgs& a, const RowShare& share,
                                     int32_t picks, int32_t* errors) {
-  if (RowColumns<kParts>::writes_lens(a)) {
-    a.sparse_lens[share.start.token] = row_length(a, share.start, share.plan, picks) - RowColumns<kParts>::length_offset(a);
+  if (RowColumns<kParts>::writes_lens(a)) {  // a row not built: length 0 in every part
+    a.sparse_lens[share.start.token] =
+        share.plan.request_in_range ? row_length(a, share.start, share.plan, picks) - RowColumns<kParts>::length_offset(a) : 0;
   }
   if (!kChecked && a.token_plan_out != nullptr && !share.start.decode) {
     a.token_plan_out[share.start.token] = TokenPlanEntry{share.start.request, share.plan.position};

@@ -93,7 +93,8 @@ struct BuildRequest {
   // With run_time_sizes: the build also writes the status of the step's metadata here (same
   // memory as the sizes), overwriting what was there.
   MetadataStatus* status = nullptr;
-  // SPEC §8 (host-sized steps only: no run-time sizes, no padding rows).
+  // SPEC §8 (with SPEC §7's padding rows and run-time sizes too: a row not built has length 0
+  // in every part that writes lengths).
   RowPart part = RowPart::kWhole;
   // The per-step token plan (kernels/token_plan.h; host-sized steps only). token_plan: T
   // entries (8-byte aligned) that an earlier build of this step wrote, over the same

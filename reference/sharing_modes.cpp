@@ -14,7 +14,8 @@ SplitOutput split_output(const BuilderOutput& combined, int32_t window) {
   SplitOutput split;
   split.swa_indices = combined.sparse_indices.leftCols(window);
   split.compressed_indices = combined.sparse_indices.rightCols(columns - window);
-  split.compressed_lens = combined.sparse_lens.array() - window;
+  // A row of length 0 is one not built (a built row's is >= W): 0 in the segment too.
+  split.compressed_lens = (combined.sparse_lens.array() == 0).select(0, combined.sparse_lens.array() - window);
   return split;
 }
 

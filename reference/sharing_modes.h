@@ -7,7 +7,9 @@
 namespace dsv4::ref {
 
 // The two-segment form (FlashMLA / FlashInfer split sparse-MLA): swa_indices = columns
-// [0, W), compressed_indices = columns [W, W + P_cap), compressed_lens = sparse_lens - W.
+// [0, W), compressed_indices = columns [W, W + P_cap), compressed_lens = sparse_lens - W for
+// every row built; a row not built (SPEC §7: a padding row, or one whose metadata breaks the
+// checks) has length 0 in every form, so 0 here too (a built row's length is >= W).
 struct SplitOutput {
   IndexMatrix swa_indices;         // T x W
   IndexMatrix compressed_indices;  // T x P_cap

@@ -80,8 +80,30 @@ TEST_P(EngineIntegrationTest, RunTimeSizesWithBrokenMetadataMatchTheReference) {
   EXPECT_GT(reported, 150);  // most corruptions are structural errors
 }
 
+// SPEC §7 x §8: every row part of a build with run-time sizes (a split or tail-only step
+// graph's builds), valid and broken metadata: the part's columns of the reference's checked
+// rows (padding and broken rows -1, length 0 in every form), its columns' content errors,
+// and the status word.
+TEST_P(EngineIntegrationTest, RunTimeSizesInEveryRowPartMatchTheReference) {
+  std::mt19937_64 rng(14);
+  int broken = 0;
+  for (uint64_t seed = 1100; seed < 1250; ++seed) {
+    const bool corrupt = seed % 2 == 1;
+    const harness::PersistentBuildCase c = harness::draw(harness::gen_persistent_build({}, corrupt), seed);
+    broken += ref::check_metadata(c.build.inputs, c.build.sizes).check != ref::MetadataCheck::kNone;
+    const harness::RequestLayout layout = persistent_layout(static_cast<int32_t>(rng() % 2), rng() % 2 == 0, 4);
+    for (const opt::RowPart part : {opt::RowPart::kWindow, opt::RowPart::kCompressed, opt::RowPart::kTail}) {
+      ASSERT_TRUE(checked_build_like_reference(builder(), c.build.inputs, c.build.sizes, layout, part))
+          << "seed " << seed << " part " << opt::row_part_name(part) << ": " << c.corruption << "; "
+          << harness::describe(c.build.inputs);
+    }
+  }
+  EXPECT_GT(broken, 40);
+}
+
 // Decode steps over decode-only capacities (a decode graph: no prefill row fits), valid and
-// broken: on CUDA the decode-chunk kernel builds them and checks the metadata in one launch.
+// broken, whole and in every SPEC §8 row part: on CUDA the decode-chunk kernel builds them and
+// checks the metadata in one launch.
 TEST_P(EngineIntegrationTest, DecodeOnlyCapacitiesMatchTheReference) {
   std::mt19937_64 rng(13);
   harness::BuildLimits valid;
@@ -95,8 +117,11 @@ TEST_P(EngineIntegrationTest, DecodeOnlyCapacitiesMatchTheReference) {
     std::string what = "valid";
     if (decode_steps % 2 == 0) what = harness::corrupt_metadata(b, rng);
     reported += ref::check_metadata(b.inputs, b.sizes).check != ref::MetadataCheck::kNone;
-    ASSERT_TRUE(checked_build_like_reference(builder(), b.inputs, b.sizes, persistent_layout(0, rng() % 2 == 0, 0)))
-        << "seed " << seed << ": " << what << "; " << harness::describe(step);
+    const harness::RequestLayout layout = persistent_layout(0, rng() % 2 == 0, 0);
+    for (const opt::RowPart part : {opt::RowPart::kWhole, opt::RowPart::kWindow, opt::RowPart::kCompressed, opt::RowPart::kTail}) {
+      ASSERT_TRUE(checked_build_like_reference(builder(), b.inputs, b.sizes, layout, part))
+          << "seed " << seed << " part " << opt::row_part_name(part) << ": " << what << "; " << harness::describe(step);
+    }
   }
   EXPECT_GE(decode_steps, 150);
   EXPECT_GT(reported, 40);

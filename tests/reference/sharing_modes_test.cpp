@@ -35,6 +35,17 @@ TEST(SplitOutput, OfASwaOnlyLayerHasNoCompressedColumnsAndZeroLengths) {
   EXPECT_TRUE(same_vector(vec({0, 0, 0}), split.compressed_lens));
 }
 
+// SPEC §7's rows that are not built (padding rows [T, T_cap), rows whose metadata breaks the
+// checks) have length 0, in the combined form and in each segment: compressed_lens 0, not -W.
+TEST(SplitOutput, ARowNotBuiltHasLengthZeroInTheCompressedSegment) {
+  BuilderOutput combined;
+  combined.sparse_indices = mat(2, 6, {5, 6, 7, 8, 2, -1, -1, -1, -1, -1, -1, -1});
+  combined.sparse_lens = vec({5, 0});
+  const SplitOutput split = split_output(combined, 4);
+  EXPECT_TRUE(same_vector(vec({1, 0}), split.compressed_lens));
+  EXPECT_TRUE(same_matrix(mat(2, 2, {2, -1, -1, -1}), split.compressed_indices));
+}
+
 TEST(SplitOutput, RejectsAWindowOutsideTheColumns) {
   const BuilderOutput out = build_mixed_sparse_indices(harness::tiny_c4a());
   EXPECT_THROW(split_output(out, 9), std::invalid_argument);

@@ -112,11 +112,9 @@ inline constexpr int32_t kPoisonedLength = static_cast<int32_t>(0xa5a5a5a5u);
 // them: its columns of the reference's rows (cut as reference/sharing_modes.h cuts them) and
 // the poison elsewhere, and the content errors of its columns (the window's are those of the
 // SWA segment's own build).
-inline ref::BuilderOutput reference_part(const ref::BuilderInputs& in, opt::RowPart part) {
-  ref::BuilderOutput whole = ref::build_mixed_sparse_indices(in);
+inline ref::BuilderOutput part_of_output(const ref::BuilderOutput& whole, int64_t window_errors, int32_t W,
+                                        opt::RowPart part) {
   if (part == opt::RowPart::kWhole) return whole;
-  const int32_t W = in.window;
-  const int64_t window_errors = ref::build_mixed_sparse_indices(ref::window_segment_inputs(in)).content_errors;
   const ref::SplitOutput split = ref::split_output(whole, W);
   ref::BuilderOutput out;
   out.content_errors = part == opt::RowPart::kWindow ? window_errors : whole.content_errors - window_errors;
@@ -134,6 +132,11 @@ inline ref::BuilderOutput reference_part(const ref::BuilderInputs& in, opt::RowP
     out.sparse_indices.leftCols(W).setConstant(kPoisonedIndex);
   }
   return out;
+}
+inline ref::BuilderOutput reference_part(const ref::BuilderInputs& in, opt::RowPart part) {
+  const int64_t window_errors =
+      part == opt::RowPart::kWhole ? 0 : ref::build_mixed_sparse_indices(ref::window_segment_inputs(in)).content_errors;
+  return part_of_output(ref::build_mixed_sparse_indices(in), window_errors, in.window, part);
 }
 
 // Stages `in` in `layout`, validates it as a StepIndexer would and builds it twice
@@ -157,12 +160,21 @@ inline ::testing::AssertionResult builds_like_reference(opt::MixedSparseIndicesB
 inline ::testing::AssertionResult checked_build_like_reference(opt::MixedSparseIndicesBuilder& builder,
                                                                const ref::BuilderInputs& in,
                                                                const ref::RunTimeSizes& sizes,
-                                                               const harness::RequestLayout& layout = {}) {
+                                                               const harness::RequestLayout& layout = {},
+                                                               opt::RowPart part = opt::RowPart::kWhole) {
   const opt::Backend backend = builder.backend();
   const ref::CheckedBuild expected = ref::build_mixed_sparse_indices(in, sizes);
+  const int64_t window_errors =
+      part == opt::RowPart::kWhole
+          ? 0
+          : ref::build_mixed_sparse_indices(ref::window_segment_inputs(in), sizes).output.content_errors;
   harness::StagedRequest staged(backend, in, layout, sizes);
-  opt::validate_request_shape(staged.request());
-  ::testing::AssertionResult same = builds_twice_as(builder, staged.request(), expected.output, sizes.num_decode_tokens);
+  opt::BackendBuffer tail_buffer(backend, 0);
+  const opt::BuildRequest request = with_part(staged.request(), part, tail_buffer);
+  opt::validate_request_shape(request);
+  ::testing::AssertionResult same =
+      builds_twice_as(builder, request, part_of_output(expected.output, window_errors, in.window, part),
+                      sizes.num_decode_tokens);
   if (!same) return same;
   const opt::MetadataStatus status = staged.status();
   const ref::MetadataStatus& want = expected.status;
