@@ -153,21 +153,23 @@ void run_path(Path path, const StepCase& c, const std::vector<ref::BuilderOutput
 }
 
 // The graph path (SPEC §7): the step recorded once as a StepGraph over its persistent buffers
-// (one build per cache key and per C4A layer, like the cached path) and replayed.
+// (one build per cache key and per C4A layer, like the cached path; split mode, SPEC §8: the
+// SWA segment too, and every layer's compressed segment) and replayed.
 void run_graph_path(const StepCase& c, opt::Backend backend, CountingBuilder& builder, ContentErrorPolicy policy,
-                    BackendTotals& totals, Recorder& record) {
-  GraphStepBuffers buffers(backend, c);
+                    opt::SharingMode mode, BackendTotals& totals, Recorder& record) {
+  GraphStepBuffers buffers(backend, c, mode);
   (void)builder.take_content_errors();
   const int64_t calls_before = builder.build_calls();
   opt::StepGraph graph(builder, buffers.spec());
   const int64_t calls = builder.build_calls() - calls_before;
   ++totals.graph_steps;
   totals.calls_graph += calls;
-  const int64_t expected = expected_builder_calls(c.schedule, true);
+  const bool segment = mode == opt::SharingMode::kSplit && c.schedule.num_layers() > 0;
+  const int64_t expected = expected_builder_calls(c.schedule, true) + (segment ? 1 : 0);
   if (calls != expected || graph.builds() != expected) {
     Mismatch m;
     m.backend = opt::backend_name(backend);
-    m.path = path_name(Path::kGraph);
+    m.path = std::string(path_name(Path::kGraph)) + (mode == opt::SharingMode::kSplit ? ", split" : "");
     m.what = "builder calls";
     m.expected = expected;
     m.actual = calls;
@@ -383,10 +385,11 @@ DifferentialSummary DifferentialChecker::check(const StepCase& c, ContentErrorPo
             run_path(Path::kUncached, c, want, staged, *counting_[i], options_.verify_on_hit, totals, record);
             path = path_name(Path::kCached);
             run_path(Path::kCached, c, want, staged, *counting_[i], options_.verify_on_hit, totals, record);
-            if (c.persistent) {
-              path = path_name(Path::kGraph);
-              run_graph_path(c, backends_[i], *counting_[i], policy, totals, record);
-            }
+          }
+          // SPEC §7 x §8: the step's graph in the seed and the split forms (tail-only has none).
+          if (c.persistent && mode != opt::SharingMode::kTailOnly) {
+            path = std::string(path_name(Path::kGraph)) + (mode == opt::SharingMode::kSplit ? ", split" : "");
+            run_graph_path(c, backends_[i], *counting_[i], policy, mode, totals, record);
           }
           for (const bool one_launch : {false, true}) {
             if (mode == opt::SharingMode::kSeed && !one_launch) continue;  // the cached path above

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "harness/compare_build.h"
+#include "reference/sharing_modes.h"
 #include "reference/step.h"
 
 namespace dsv4::harness {
@@ -90,8 +91,8 @@ opt::BackendBuffer* GraphStepBuffers::buffer(size_t bytes) {
 }
 
 GraphStepBuffers::GraphStepBuffers(opt::Backend backend, const ref::ModelSchedule& schedule,
-                                   const GraphCapacities& capacities)
-    : backend_(backend), schedule_(schedule), capacities_(capacities) {
+                                   const GraphCapacities& capacities, opt::SharingMode mode)
+    : backend_(backend), mode_(mode), schedule_(schedule), capacities_(capacities) {
   const GraphCapacities& c = capacities;
   const int32_t W = schedule.window, T_cap = c.tokens, R_cap = c.requests;
   const int32_t c128a_width = div_up(div_up(c.max_context, 128), 128) * 128;  // max_compressed (SPEC §6)
@@ -114,8 +115,9 @@ GraphStepBuffers::GraphStepBuffers(opt::Backend backend, const ref::ModelSchedul
   stage();
 }
 
-GraphStepBuffers::GraphStepBuffers(opt::Backend backend, const StepCase& c)
+GraphStepBuffers::GraphStepBuffers(opt::Backend backend, const StepCase& c, opt::SharingMode mode)
     : backend_(backend),
+      mode_(mode),
       schedule_(c.schedule),
       layout_(c.layout),
       output_row_padding_(c.persistent ? c.persistent->output_row_padding : 0),
@@ -200,10 +202,17 @@ void GraphStepBuffers::stage() {
     put(lens, std::vector<int32_t>(lens->bytes() / 4, 0x5a5a5a5a));
     return output_view(*indices, *lens, stride);
   };
-  spec_.outputs.swa_only = output(W);
-  spec_.outputs.c128a = output(W + opt::padded_compressed_width(P_cap, P_cap));
+  // Split: the SWA segment, and compressed segments of P_cap columns (SWA-only: none).
+  spec_.mode = mode_;
+  const int32_t combined = mode_ == opt::SharingMode::kSplit ? 0 : W;
+  if (mode_ == opt::SharingMode::kSplit) {
+    spec_.outputs.swa_segment = output(W);
+    spec_.outputs.swa_segment.sparse_lens = nullptr;  // the segment has no lengths
+  }
+  spec_.outputs.swa_only = output(combined);
+  spec_.outputs.c128a = output(combined + opt::padded_compressed_width(P_cap, P_cap));
   for (const opt::C4aLayerInputs& layer : spec_.c4a) {
-    spec_.outputs.c4a.push_back(output(W + opt::padded_compressed_width(layer.topk, layer.decode_local.cols)));
+    spec_.outputs.c4a.push_back(output(combined + opt::padded_compressed_width(layer.topk, layer.decode_local.cols)));
   }
   upload();
 }
@@ -332,79 +341,141 @@ opt::MetadataStatus GraphStepBuffers::status(opt::LayerKind kind) const {
   return status;
 }
 
+namespace {
+
+opt::LayerKind opt_kind_of(ref::LayerKind kind) {
+  return kind == ref::LayerKind::kSwaOnly ? opt::LayerKind::kSwaOnly
+         : kind == ref::LayerKind::kC4A   ? opt::LayerKind::kC4A
+                                          : opt::LayerKind::kC128A;
+}
+
+// Kind `kind`'s status word against the reference's checks of the same metadata.
+void compare_status(const GraphStepBuffers& buffers, opt::LayerKind kind, const ref::MetadataStatus& w,
+                    bool valid_step, Mismatch where, std::vector<Mismatch>& mismatches) {
+  const opt::MetadataStatus s = buffers.status(kind);
+  if (valid_step && w.check != ref::MetadataCheck::kNone) {
+    Mismatch m = where;
+    m.backend = "reference";
+    m.what = "metadata status on a valid step";
+    m.detail = "the reference's checks found " + ref::describe(w) +
+               " in the persistent buffers of a valid step (for a generated step: a generator bug)";
+    mismatches.push_back(m);
+  }
+  if (s.check != static_cast<int32_t>(w.check) || s.row != w.row || s.value != w.value ||
+      s.failures != static_cast<uint32_t>(w.failures) ||
+      s.field != static_cast<int32_t>(kernels::metadata_field(static_cast<kernels::MetadataCheck>(w.check)))) {
+    where.what = "status word";
+    where.expected = static_cast<int32_t>(w.check);
+    where.actual = s.check;
+    where.detail = "reference " + ref::describe(w) + "; got check " + std::to_string(s.check) + " field " +
+                   std::to_string(s.field) + " row " + std::to_string(s.row) + " value " + std::to_string(s.value) +
+                   " failures " + std::to_string(s.failures);
+    mismatches.push_back(where);
+  }
+}
+
+void append(std::vector<Mismatch>& to, std::vector<Mismatch> found, const std::string& part = "") {
+  for (Mismatch& m : found) {
+    if (!part.empty()) m.path += ", " + part;
+    to.push_back(std::move(m));
+  }
+}
+
+}  // namespace
+
 std::vector<Mismatch> replay_and_compare(opt::StepGraph& graph, GraphStepBuffers& buffers,
                                          const ref::ModelSchedule& schedule, bool valid_step) {
   (void)graph.content_errors();  // only this replay's
   graph.replay();
   const int64_t errors = graph.content_errors();  // CUDA: waits for the replay
+  const bool split = graph.mode() == opt::SharingMode::kSplit;
+  const int32_t W = schedule.window;
   std::vector<Mismatch> mismatches;
   std::map<ref::LayerKind, ref::CheckedBuild> shared;  // SWA-only and C128A: one build per step
   int64_t want_errors = 0;
   bool kind_checked[opt::kLayerKinds] = {false, false, false};
   const ref::RunTimeSizes sizes = buffers.host().sizes;
+  Mismatch base;
+  base.backend = opt::backend_name(buffers.backend());
+  base.path = split ? "graph replay, split" : "graph replay";
+  base.window = W;
+  // Split: the SWA segment, the window part of the step's SWA-only build (its capacities:
+  // T_cap - D_cap prefill rows), built once: its columns, its content errors once, the SWA-only
+  // word. Every layer's compressed segment is its checked build cut at column W, counting the
+  // errors of its own columns: the build's less its window's, those of the segment's inputs at
+  // the layer's prefill capacity (the rows a step that does not fit it leaves unbuilt; decode
+  // rows' window columns are copies, counting none).
+  const auto window_errors_of = [&](const ref::BuilderInputs& layer) {
+    ref::BuilderInputs window = ref::window_segment_inputs(layer);
+    window.prefill_topk = ref::IndexMatrix(layer.prefill_topk.rows(), 0);
+    return ref::build_mixed_sparse_indices(window, sizes).output.content_errors;
+  };
+  const opt::SplitIndices* first_split = split && schedule.num_layers() > 0 ? &graph.layer_split_indices(0) : nullptr;
+  if (first_split != nullptr) {
+    const ref::CheckedBuild segment =
+        ref::build_mixed_sparse_indices(ref::window_segment_inputs(buffers.reference_inputs(0)), sizes);
+    want_errors += segment.output.content_errors;
+    kind_checked[static_cast<int>(opt::LayerKind::kSwaOnly)] = true;
+    Mismatch where = base;
+    where.path += ", SWA segment";
+    compare_status(buffers, opt::LayerKind::kSwaOnly, segment.status, valid_step, where, mismatches);
+    HostIndices swa = download(buffers.backend(), first_split->swa);
+    swa.sparse_lens = segment.output.sparse_lens;  // the segment has none
+    // Errors are counted per replay, not per build: compared once, below.
+    append(mismatches,
+           compare_build(segment.output, swa, segment.output.content_errors, sizes.num_decode_tokens, where));
+  }
   for (int32_t layer = 0; layer < schedule.num_layers(); ++layer) {
     const ref::LayerKind kind = ref::layer_kind_from_ratio(schedule.compress_ratios[static_cast<size_t>(layer)]);
     const bool cached = kind != ref::LayerKind::kC4A;
     if (!cached || shared.count(kind) == 0) {
-      ref::CheckedBuild build = ref::build_mixed_sparse_indices(buffers.reference_inputs(layer), sizes);
-      want_errors += build.output.content_errors;
+      const ref::BuilderInputs in = buffers.reference_inputs(layer);
+      ref::CheckedBuild build = ref::build_mixed_sparse_indices(in, sizes);
+      want_errors += build.output.content_errors - (split ? window_errors_of(in) : 0);
       if (!cached) {
         shared.erase(kind);
       }
       shared.emplace(kind, std::move(build));
     }
     const ref::CheckedBuild& want = shared.at(kind);
-    Mismatch where;
-    where.backend = opt::backend_name(buffers.backend());
-    where.path = "graph replay";
+    Mismatch where = base;
     where.layer = layer;
     where.kind = ref::layer_kind_name(kind);
-    where.window = schedule.window;
-    const HostIndices got = download(buffers.backend(), graph.layer_indices(layer));
     // Errors are counted per replay, not per layer: compared once, below.
-    for (Mismatch& m : compare_build(want.output, got, want.output.content_errors, sizes.num_decode_tokens, where)) {
-      mismatches.push_back(std::move(m));
-    }
-    const opt::LayerKind opt_kind = kind == ref::LayerKind::kSwaOnly ? opt::LayerKind::kSwaOnly
-                                    : kind == ref::LayerKind::kC4A   ? opt::LayerKind::kC4A
-                                                                     : opt::LayerKind::kC128A;
-    if (!kind_checked[static_cast<int>(opt_kind)]) {
-      kind_checked[static_cast<int>(opt_kind)] = true;
-      const opt::MetadataStatus s = buffers.status(opt_kind);
-      const ref::MetadataStatus& w = want.status;
-      if (valid_step && w.check != ref::MetadataCheck::kNone) {
+    if (!split) {
+      const HostIndices got = download(buffers.backend(), graph.layer_indices(layer));
+      append(mismatches, compare_build(want.output, got, want.output.content_errors, sizes.num_decode_tokens, where));
+    } else {
+      const opt::SplitIndices& got = graph.layer_split_indices(layer);
+      const ref::SplitOutput cut = ref::split_output(want.output, W);
+      if (got.swa.sparse_indices != first_split->swa.sparse_indices || got.swa.sparse_lens != nullptr) {
         Mismatch m = where;
-        m.backend = "reference";
-        m.what = "metadata status on a valid step";
-        m.detail = "the reference's checks found " + ref::describe(w) +
-                   " in the persistent buffers of a valid step (for a generated step: a generator bug)";
+        m.what = "buffer identity";
+        m.detail = "every layer of a split step shares one SWA segment, without lengths";
         mismatches.push_back(m);
       }
-      if (s.check != static_cast<int32_t>(w.check) || s.row != w.row || s.value != w.value ||
-          s.failures != static_cast<uint32_t>(w.failures) ||
-          s.field != static_cast<int32_t>(kernels::metadata_field(static_cast<kernels::MetadataCheck>(w.check)))) {
-        where.what = "status word";
-        where.expected = static_cast<int32_t>(w.check);
-        where.actual = s.check;
-        where.detail = "reference " + ref::describe(w) + "; got check " + std::to_string(s.check) + " field " +
-                       std::to_string(s.field) + " row " + std::to_string(s.row) + " value " +
-                       std::to_string(s.value) + " failures " + std::to_string(s.failures);
-        mismatches.push_back(where);
-      }
+      Mismatch compressed_where = where;
+      compressed_where.window = 0;  // columns are j
+      append(mismatches,
+             compare_build(ref::BuilderOutput{cut.compressed_indices, cut.compressed_lens, 0},
+                           download(buffers.backend(), got.compressed), 0, sizes.num_decode_tokens, compressed_where),
+             "compressed segment");
+    }
+    const opt::LayerKind opt_kind = opt_kind_of(kind);
+    if (!kind_checked[static_cast<int>(opt_kind)]) {
+      kind_checked[static_cast<int>(opt_kind)] = true;
+      compare_status(buffers, opt_kind, want.status, valid_step, where, mismatches);
     }
   }
   if (valid_step && want_errors != 0) {
-    Mismatch m;
+    Mismatch m = base;
     m.backend = "reference";
-    m.path = "graph replay";
     m.what = "content errors on a valid step";
     m.actual = want_errors;
     mismatches.push_back(m);
   }
   if (errors != want_errors) {
-    Mismatch m;
-    m.backend = opt::backend_name(buffers.backend());
-    m.path = "graph replay";
+    Mismatch m = base;
     m.what = "content errors";
     m.expected = want_errors;
     m.actual = errors;

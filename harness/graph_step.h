@@ -49,11 +49,14 @@ PersistentStepHost graph_contents(const StepCase& c);
 class GraphStepBuffers {
  public:
   // Decode-step buffers of `capacities`, stale contents until draw_decode_step.
-  GraphStepBuffers(opt::Backend backend, const ref::ModelSchedule& schedule, const GraphCapacities& capacities);
+  // `mode`: the outputs' form (seed: combined; split: the SWA segment and the compressed
+  // segments), spec().mode.
+  GraphStepBuffers(opt::Backend backend, const ref::ModelSchedule& schedule, const GraphCapacities& capacities,
+                   opt::SharingMode mode = opt::SharingMode::kSeed);
   // The buffers of a step case (graph_contents), staged in its layout: strided and misaligned
   // matrices and tables, inputs it drops left out, each C4A layer's top-k; caller-owned outputs
   // c.persistent->output_row_padding wider than their rows, filled with 0x5a5a5a5a.
-  GraphStepBuffers(opt::Backend backend, const StepCase& c);
+  GraphStepBuffers(opt::Backend backend, const StepCase& c, opt::SharingMode mode = opt::SharingMode::kSeed);
   GraphStepBuffers(const GraphStepBuffers&) = delete;
   GraphStepBuffers& operator=(const GraphStepBuffers&) = delete;
 
@@ -78,6 +81,7 @@ class GraphStepBuffers {
     MatrixLayout layout;
   };
   opt::Backend backend_;
+  opt::SharingMode mode_;
   ref::ModelSchedule schedule_;
   StepLayout layout_;
   std::optional<GraphCapacities> capacities_;  // the decode-step buffers' (draw_decode_step)
@@ -94,8 +98,11 @@ class GraphStepBuffers {
   void stage();  // allocates every buffer from host()'s shapes and the layout, fills spec_, uploads
 };
 
-// Replays `graph` over what `buffers` holds and compares every layer's output, the status word
-// of each kind and the content errors with the reference's checked builds. Empty: all equal.
+// Replays `graph` over what `buffers` holds and compares every layer's output (split mode: its
+// compressed segment, the combined output cut at column W, and the one SWA segment all share,
+// the reference's build of the segment), the status word
+// of each kind and the content errors (split: the SWA segment's counted once) with the
+// reference's checked builds. Empty: all equal.
 // `valid_step`: the reference must also find the metadata valid and count no content error
 // (else the step itself, a generated or captured one, is wrong).
 std::vector<Mismatch> replay_and_compare(opt::StepGraph& graph, GraphStepBuffers& buffers,

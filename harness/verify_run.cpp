@@ -257,8 +257,8 @@ void print_summary_table(std::ostream& os, const DifferentialSummary& s, double 
   os << "  SPEC §7: " << s.engine.graph << " of " << s.steps
      << " steps also in persistent buffers, recorded as a step graph and replayed with run-time sizes (builds:";
   for (const BackendTotals& b : s.backends) {
-    // The graph path runs with the seed mode: a SPEC §8 mode's row ("host split") has none.
-    if (b.mode == opt::SharingMode::kSeed) os << " " << b.backend << " " << b.calls_graph;
+    // The graph path runs in the seed and split modes; tail-only ("host tail") has none.
+    if (b.mode != opt::SharingMode::kTailOnly) os << " " << b.backend << " " << b.calls_graph;
   }
   os << "); " << s.engine.spans_offsets << " with block spans or base offsets; " << s.engine.persistent_tables
      << " with block tables past R or strided\n";

@@ -13,9 +13,12 @@ namespace {
 
 [[noreturn]] void reject(const std::string& message) { throw std::invalid_argument("StepGraph: " + message); }
 
-// Layer `layer`'s request over the persistent buffers, writing into its caller-owned output.
-BuildRequest graph_request(const StepGraphSpec& spec, int32_t layer, size_t c4a_layer, bool first_of_kind) {
-  const int32_t ratio = spec.compress_ratios[static_cast<size_t>(layer)];
+// A build's request over the persistent buffers, writing into its caller-owned output: layer
+// `layer`'s (seed: whole rows; split: its compressed segment), or (part kWindow) the split
+// step's SWA segment, the window part of the SWA-only build. `status`: the build writes its
+// kind's word.
+BuildRequest graph_request(const StepGraphSpec& spec, int32_t ratio, size_t c4a_layer, RowPart part, bool status,
+                           const std::string& what) {
   const LayerKind kind = layer_kind_from_ratio(ratio);
   const C4aLayerInputs* c4a = kind == LayerKind::kC4A ? &spec.c4a.at(c4a_layer) : nullptr;
   BuildRequest r = layer_build_request(spec.capacities, ratio, c4a);
@@ -25,16 +28,19 @@ BuildRequest graph_request(const StepGraphSpec& spec, int32_t layer, size_t c4a_
     r.prefill_topk.rows = spec.capacities.num_tokens - spec.capacities.num_decode_tokens;
   }
   r.run_time_sizes = spec.run_time_sizes;
-  r.output = kind == LayerKind::kSwaOnly ? spec.outputs.swa_only
-             : kind == LayerKind::kC128A ? spec.outputs.c128a
-                                         : spec.outputs.c4a.at(c4a_layer);
-  // Same-kind cacheable layers must share the word (it is part of their cache key).
-  if (spec.statuses != nullptr && (first_of_kind || is_cacheable(kind))) r.status = spec.statuses + static_cast<int>(kind);
-  if (r.output.sparse_indices == nullptr) {
-    reject(std::string("layer ") + std::to_string(layer) + " (" + layer_kind_name(kind) + ") has no output buffer");
-  }
+  r.part = part;
+  r.output = part == RowPart::kWindow          ? spec.outputs.swa_segment
+             : kind == LayerKind::kSwaOnly ? spec.outputs.swa_only
+             : kind == LayerKind::kC128A   ? spec.outputs.c128a
+                                           : spec.outputs.c4a.at(c4a_layer);
+  if (spec.statuses != nullptr && status) r.status = spec.statuses + static_cast<int>(kind);
+  if (r.output.sparse_indices == nullptr) reject(what + " has no output buffer");
   validate_request_shape(r);
   return r;
+}
+
+std::string layer_name(int32_t layer, LayerKind kind) {
+  return std::string("layer ") + std::to_string(layer) + " (" + layer_kind_name(kind) + ")";
 }
 
 // The bytes [begin, end) an output occupies: T_cap rows of indices, T_cap lens.
@@ -59,6 +65,10 @@ void check_outputs_disjoint(const StepGraphSpec& spec) {
   const int32_t rows = spec.capacities.num_tokens;
   std::vector<ByteRange> ranges;
   add_output(ranges, spec.outputs.swa_only, rows, "outputs.swa_only");
+  if (spec.mode == SharingMode::kSplit) {
+    add_range(ranges, spec.outputs.swa_segment.sparse_indices, int64_t{rows} * spec.outputs.swa_segment.row_stride,
+              "outputs.swa_segment.sparse_indices");
+  }
   add_output(ranges, spec.outputs.c128a, rows, "outputs.c128a");
   for (size_t k = 0; k < spec.outputs.c4a.size(); ++k) {
     add_output(ranges, spec.outputs.c4a[k], rows, "outputs.c4a[" + std::to_string(k) + "]");
@@ -75,6 +85,9 @@ void check_outputs_disjoint(const StepGraphSpec& spec) {
 void check_spec(const StepGraphSpec& spec) {
   if (spec.run_time_sizes == nullptr) reject("run_time_sizes is null (a replay reads T, D and R from it)");
   if (spec.chains < 1) reject("chains must be >= 1, got " + std::to_string(spec.chains));
+  if (spec.mode == SharingMode::kTailOnly) {
+    reject("mode = tail has no graph form (each C4A build overwrites the one before it; record seed or split)");
+  }
   size_t c4a_layers = 0;
   for (const int32_t ratio : spec.compress_ratios) c4a_layers += layer_kind_from_ratio(ratio) == LayerKind::kC4A;
   if (spec.c4a.size() != c4a_layers) {
@@ -90,17 +103,31 @@ void check_spec(const StepGraphSpec& spec) {
 
 }  // namespace
 
-StepGraph::StepGraph(MixedSparseIndicesBuilder& builder, const StepGraphSpec& spec) : builder_(builder) {
+StepGraph::StepGraph(MixedSparseIndicesBuilder& builder, const StepGraphSpec& spec)
+    : builder_(builder), mode_(spec.mode), num_layers_(static_cast<int32_t>(spec.compress_ratios.size())) {
   check_spec(spec);
+  const bool split = mode_ == SharingMode::kSplit;
   // Every request first, so that a bad spec throws before anything is recorded.
   std::vector<BuildRequest> requests;
   std::vector<LayerKind> kinds;
   bool kind_seen[kLayerKinds] = {false, false, false};
+  // Split: the SWA segment (it writes the SWA-only word), then each layer's compressed segment.
+  BuildRequest segment;
+  if (split && num_layers_ > 0) {
+    segment = graph_request(spec, 1, 0, RowPart::kWindow, true, "outputs.swa_segment (split mode)");
+    kind_seen[static_cast<int>(LayerKind::kSwaOnly)] = true;
+  }
   size_t c4a_layer = 0;
-  for (int32_t layer = 0; layer < static_cast<int32_t>(spec.compress_ratios.size()); ++layer) {
-    const LayerKind kind = layer_kind_from_ratio(spec.compress_ratios[static_cast<size_t>(layer)]);
+  for (int32_t layer = 0; layer < num_layers_; ++layer) {
+    const int32_t ratio = spec.compress_ratios[static_cast<size_t>(layer)];
+    const LayerKind kind = layer_kind_from_ratio(ratio);
     bool& seen = kind_seen[static_cast<int>(kind)];
-    requests.push_back(graph_request(spec, layer, c4a_layer, !seen));
+    // The first build of each kind writes its word; same-kind cacheable layers share it (it
+    // is part of their cache key), so all of theirs carry it, but the split SWA-only layers'
+    // lens-only segments, which leave it to the SWA segment.
+    const bool status = split && kind == LayerKind::kSwaOnly ? false : !seen || is_cacheable(kind);
+    requests.push_back(
+        graph_request(spec, ratio, c4a_layer, split ? RowPart::kCompressed : RowPart::kWhole, status, layer_name(layer, kind)));
     kinds.push_back(kind);
     seen = true;
     c4a_layer += kind == LayerKind::kC4A;
@@ -109,7 +136,15 @@ StepGraph::StepGraph(MixedSparseIndicesBuilder& builder, const StepGraphSpec& sp
   builder_.begin_recording(spec.chains);
   try {
     for (size_t layer = 0; layer < requests.size(); ++layer) {
-      layers_.push_back(cache.get_or_build(kinds[layer], requests[layer]));
+      if (!split) {
+        layers_.push_back(cache.get_or_build(kinds[layer], requests[layer]));
+        continue;
+      }
+      SplitIndices indices;
+      indices.swa = cache.get_or_build(LayerKind::kSwaOnly, segment);
+      indices.swa.sparse_lens = nullptr;  // the segment has no lengths
+      indices.compressed = cache.get_or_build(kinds[layer], requests[layer]);
+      split_layers_.push_back(indices);
     }
   } catch (...) {
     try {
@@ -121,6 +156,22 @@ StepGraph::StepGraph(MixedSparseIndicesBuilder& builder, const StepGraphSpec& sp
   }
   recorded_ = builder_.end_recording();
   builds_ = cache.builder_calls();
+}
+
+const BuiltIndices& StepGraph::layer_indices(int32_t layer) const {
+  if (mode_ != SharingMode::kSeed) {
+    throw std::logic_error("StepGraph::layer_indices is the seed mode's call; this graph is in split mode "
+                           "(layer_split_indices)");
+  }
+  return layers_.at(static_cast<size_t>(layer));
+}
+
+const SplitIndices& StepGraph::layer_split_indices(int32_t layer) const {
+  if (mode_ != SharingMode::kSplit) {
+    throw std::logic_error("StepGraph::layer_split_indices is the split mode's call; this graph is in seed mode "
+                           "(layer_indices)");
+  }
+  return split_layers_.at(static_cast<size_t>(layer));
 }
 
 }  // namespace dsv4::opt

@@ -44,9 +44,10 @@ TEST_P(CorruptedSteps, RealSchedulesAgree) {
 // SPEC §7: corrupted steps in persistent buffers, half of them with a metadata entry or a
 // run-time size broken there too: the graph path's outputs, content errors and status words
 // equal the reference's checked builds of the same buffers. Random schedules (the real ones
-// take this path for a third of their steps in RealSchedulesAgree).
-TEST_P(CorruptedSteps, InPersistentBuffersTheGraphPathAgrees) {
-  check_property([this] {
+// take this path for a third of their steps in RealSchedulesAgree). In the seed and the split
+// form (SPEC §8: the SWA segment's errors counted once per replay).
+void corrupted_persistent_steps_agree(const harness::DifferentialOptions& options) {
+  check_property([&] {
     harness::StepCase c = *harness::gen_corrupted_step_case(ScheduleChoice::kRandom, small_steps());
     if (!c.persistent) {
       harness::make_persistent(c, *harness::gen_step_capacity(), *rc::gen::arbitrary<uint64_t>());
@@ -55,10 +56,16 @@ TEST_P(CorruptedSteps, InPersistentBuffersTheGraphPathAgrees) {
         c.notes.push_back(harness::corrupt_metadata(*c.persistent, rng));
       }
     }
-    const harness::DifferentialSummary s = harness::differential_check(c, must_match(on_this_backend()), kReplayHint);
+    const harness::DifferentialSummary s = harness::differential_check(c, must_match(options), kReplayHint);
     DSV4_RC_ASSERT_AGREES(s);
     RC_ASSERT(s.backends.at(0).graph_steps == 1);
   });
+}
+TEST_P(CorruptedSteps, InPersistentBuffersTheGraphPathAgrees) { corrupted_persistent_steps_agree(on_this_backend()); }
+TEST_P(CorruptedSteps, InPersistentBuffersTheSplitGraphPathAgrees) {
+  harness::DifferentialOptions split = on_this_backend();
+  split.modes = {opt::SharingMode::kSplit};
+  corrupted_persistent_steps_agree(split);
 }
 
 // The same corrupted step under the valid-step policy is a failure: the harness does not

@@ -53,6 +53,24 @@ TEST_P(Differential, StepsInPersistentBuffersRecordedAsAStepGraphAgree) {
   });
 }
 
+// The same steps as a split step graph (SPEC §8's two segments, the SWA segment built once):
+// both segments of every layer equal the reference's checked builds cut at column W, with one
+// build more than the seed's graph (for a schedule with any layer).
+TEST_P(Differential, StepsInPersistentBuffersRecordedAsASplitStepGraphAgree) {
+  harness::DifferentialOptions split = on_this_backend();
+  split.modes = {opt::SharingMode::kSplit};
+  check_property([&] {
+    harness::StepCase c = *harness::gen_step_case(ScheduleChoice::kRandom, small_steps());
+    if (!c.persistent) harness::make_persistent(c, *harness::gen_step_capacity(), *rc::gen::arbitrary<uint64_t>());
+    const harness::DifferentialSummary s = harness::differential_check(c, split, kReplayHint);
+    DSV4_RC_ASSERT_AGREES(s);
+    RC_ASSERT(s.backends.at(0).mode == opt::SharingMode::kSplit);
+    RC_ASSERT(s.backends.at(0).graph_steps == 1);
+    RC_ASSERT(s.backends.at(0).calls_graph ==
+              harness::expected_builder_calls(c.schedule, true) + (c.schedule.num_layers() > 0 ? 1 : 0));
+  });
+}
+
 // One checker for many steps, as the CLI runs: the builder's workspace is recycled between
 // steps, and nothing of an earlier step may leak into a later one.
 TEST_P(Differential, OneCheckerAcrossManyStepsAgrees) {

@@ -199,6 +199,85 @@ TEST_P(StepGraphTest, EveryNumberOfChainsReplaysLikeTheReference) {
               ::testing::ThrowsMessage<std::invalid_argument>(::testing::HasSubstr("chains must be >= 1, got 0")));
 }
 
+// SPEC §8 split form as a graph: the SWA segment once (one build more than the seed's), each
+// layer's compressed segment in its caller-owned output, one segment shared by every layer;
+// the seed mode's call refused, and tail-only, which has no graph form.
+TEST_P(StepGraphTest, ASplitGraphRecordsTheSwaSegmentOnceAndEveryCompressedSegment) {
+  for (const ref::ModelSchedule& schedule : {ref::deepseek_v4_flash(), ref::deepseek_v4_pro()}) {
+    harness::CountingBuilder counting(builder());
+    harness::GraphStepBuffers buffers(backend(), schedule, capacities_for(backend()), opt::SharingMode::kSplit);
+    const opt::StepGraphSpec& spec = buffers.spec();
+    opt::StepGraph graph(counting, spec);
+    EXPECT_EQ(graph.mode(), opt::SharingMode::kSplit);
+    EXPECT_EQ(graph.builds(), harness::expected_builder_calls(schedule, true) + 1) << schedule.name;
+    EXPECT_EQ(counting.build_calls(), graph.builds()) << schedule.name;
+    size_t c4a = 0;
+    for (int32_t layer = 0; layer < graph.num_layers(); ++layer) {
+      const opt::SplitIndices& got = graph.layer_split_indices(layer);
+      EXPECT_EQ(got.swa.sparse_indices, spec.outputs.swa_segment.sparse_indices) << layer;
+      EXPECT_EQ(got.swa.sparse_lens, nullptr) << layer;
+      EXPECT_EQ(got.swa.width, schedule.window) << layer;
+      const auto kind = opt::layer_kind_from_ratio(schedule.compress_ratios[static_cast<size_t>(layer)]);
+      const opt::OutputView& want = kind == opt::LayerKind::kSwaOnly ? spec.outputs.swa_only
+                                    : kind == opt::LayerKind::kC128A ? spec.outputs.c128a
+                                                                     : spec.outputs.c4a.at(c4a++);
+      EXPECT_EQ(got.compressed.sparse_indices, want.sparse_indices) << layer;
+      EXPECT_EQ(got.compressed.sparse_lens, want.sparse_lens) << layer;
+    }
+    EXPECT_THROW((void)graph.layer_indices(0), std::logic_error);
+    EXPECT_THROW((void)graph.layer_split_indices(graph.num_layers()), std::out_of_range);
+  }
+  const ref::ModelSchedule flash = ref::deepseek_v4_flash();
+  harness::GraphStepBuffers seed(backend(), flash, capacities_for(backend()));
+  opt::StepGraph seed_graph(builder(), seed.spec());
+  EXPECT_THROW((void)seed_graph.layer_split_indices(0), std::logic_error);
+  opt::StepGraphSpec tail = seed.spec();
+  tail.mode = opt::SharingMode::kTailOnly;
+  EXPECT_THAT([&] { opt::StepGraph(builder(), tail); },
+              ::testing::ThrowsMessage<std::invalid_argument>(::testing::HasSubstr("mode = tail has no graph form")));
+  harness::GraphStepBuffers split(backend(), flash, capacities_for(backend()), opt::SharingMode::kSplit);
+  opt::StepGraphSpec no_segment = split.spec();
+  no_segment.outputs.swa_segment = opt::OutputView{};
+  EXPECT_THAT([&] { opt::StepGraph(builder(), no_segment); },
+              ::testing::ThrowsMessage<std::invalid_argument>(::testing::HasSubstr("outputs.swa_segment")));
+  opt::StepGraphSpec overlapping = split.spec();
+  overlapping.outputs.swa_segment.sparse_indices = overlapping.outputs.c4a[0].sparse_indices;
+  EXPECT_THAT([&] { opt::StepGraph(builder(), overlapping); },
+              ::testing::ThrowsMessage<std::invalid_argument>(::testing::HasSubstr("overlap")));
+}
+
+// Replays of random decode steps in split form (valid, then with broken metadata), in one chain
+// and in the default four (few: the sanitizers run this test with the others): both segments of every layer, the status words and the content
+// errors like the reference's checked builds cut at column W.
+TEST_P(StepGraphTest, SplitGraphsReplayRandomDecodeStepsLikeTheReference) {
+  for (const ref::ModelSchedule& schedule : {ref::deepseek_v4_flash(), ref::deepseek_v4_pro()}) {
+    harness::GraphStepBuffers buffers(backend(), schedule, capacities_for(backend()), opt::SharingMode::kSplit);
+    for (const int32_t chains : {1, 4}) {
+      opt::StepGraphSpec spec = buffers.spec();
+      spec.chains = chains;
+      opt::StepGraph graph(builder(), spec);
+      EXPECT_TRUE(replays_like_reference(graph, buffers, schedule, 10,
+                                         40 + static_cast<uint64_t>(chains)))
+          << chains << " chains";
+      std::mt19937_64 rng(50 + static_cast<uint64_t>(chains));
+      for (int replay = 0; replay < 5; ++replay) {
+        buffers.draw_decode_step(rng);
+        harness::PersistentBuild broken{buffers.reference_inputs(0), buffers.host().sizes};
+        const std::string what = harness::corrupt_metadata(broken, rng);
+        harness::PersistentStepHost& host = buffers.host();
+        host.sizes = broken.sizes;
+        host.query_start_loc = broken.inputs.query_start_loc;
+        host.seq_lens = broken.inputs.seq_lens;
+        host.token_to_req = broken.inputs.token_to_req;
+        buffers.upload();
+        const std::vector<harness::Mismatch> mismatches = harness::replay_and_compare(graph, buffers, schedule);
+        ASSERT_TRUE(mismatches.empty()) << schedule.name << " replay " << replay << ", " << what << ": "
+                                        << harness::format_mismatch(mismatches.front());
+      }
+    }
+  }
+}
+
 TEST_P(StepGraphTest, ARecordedBuildNeedsCallerOwnedOutputs) {
   const ref::ModelSchedule schedule = ref::deepseek_v4_flash();
   harness::GraphStepBuffers buffers(backend(), schedule, capacities_for(backend()));
