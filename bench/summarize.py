@@ -483,6 +483,7 @@ def graph_section(runs, lines, targets, steps=None, peer=None):
     StepGraph and replayed (issue 10 items 3 and 6), beside our eager cached step of the same
     case and the peer's eager and graph-replayed step when the run has them."""
     graphs = {}
+    split_graphs = {}  # the same step as a split graph (_split, SPEC §8)
     chained = {}  # the same step with its builds one after another (_chains1)
     at_once = {}  # every build a chain of its own (_chains64)
     floors = {}
@@ -490,7 +491,9 @@ def graph_section(runs, lines, targets, steps=None, peer=None):
         parts = name.split("/")
         if len(parts) == 4 and parts[1] == "step_graph":
             case, _, chains = parts[3].partition("_chains")
-            if chains == "1":
+            if case.endswith("_split"):
+                split_graphs[(parts[0], parts[2], case[:-len("_split")])] = r
+            elif chains == "1":
                 chained[(parts[0], parts[2], case)] = r
             elif chains == "64":
                 at_once[(parts[0], parts[2], case)] = r
@@ -511,27 +514,31 @@ def graph_section(runs, lines, targets, steps=None, peer=None):
                  "chains at once (they read only inputs written before the replay); 1 chain: the same builds "
                  "one after another in layer order, each waiting for the one before (programmatic launch), as "
                  "in an engine graph that interleaves them with its layers; 64 chains: every build at once "
-                 "(wall, host); host us: the replay call alone (CPU timings: the host backend "
+                 "(wall, host); split: the same step as a split graph (SPEC §8: the SWA segment built once, "
+                 "then each layer's compressed segment; one build more), wall; "
+                 "host us: the replay call alone (CPU timings: the host backend "
                  "re-running the recorded builds); ours eager: step_bench's cached step of the same case "
                  "(wall, host); peer: the Triton peer's cached step of the same case, eager (Python layer "
                  "loop) and replayed as a CUDA graph (wall)\n")
     lines.append("| timing | model | case | builds | graph wall us | graph host us | 1 chain wall us | "
-                 "64 chains wall / host us | "
+                 "64 chains wall / host us | split graph wall us | "
                  "ours eager wall us | ours eager host us | peer eager wall us | peer graph wall us |")
-    lines.append("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    lines.append("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     keys = sorted(graphs, key=lambda k: (k[0], k[1], case_rank(k[2])))
     for key in keys:
         r = graphs[key]
         if "error" in r:
-            lines.append(f"| {key[0]} | {key[1]} | {key[2]} | ERROR: {r['error']} | | | | | | | | |")
+            lines.append(f"| {key[0]} | {key[1]} | {key[2]} | ERROR: {r['error']} | | | | | | | | | |")
             continue
         eager = steps.get(key, {}).get("cached", {})
+        split = split_graphs.get(key, {})
         p = peer.get(f"step/{key[1]}/{key[2]}", {}) if key[0] == "cuda" else {}
         ok = p.get("matches_reference", False)
         lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {fmt(r.get('builder_calls'), 0)} | "
                      f"{fmt(r.get('wall_us'), 1)} | {fmt(r.get('host_us'), 1)} | "
                      f"{fmt(chained.get(key, {}).get('wall_us'), 1)} | "
                      f"{fmt(at_once.get(key, {}).get('wall_us'), 1)} / {fmt(at_once.get(key, {}).get('host_us'), 1)} | "
+                     f"{'ERROR' if 'error' in split else fmt(split.get('wall_us'), 1)} | "
                      f"{fmt(eager.get('wall_us'), 1)} | {fmt(eager.get('host_us'), 1)} | "
                      f"{fmt(p.get('eager_wall_us') if ok else None, 1)} | "
                      f"{fmt(p.get('graph_wall_us') if ok else None, 1)} |")
@@ -540,6 +547,7 @@ def graph_section(runs, lines, targets, steps=None, peer=None):
                 targets.append((f"{key[1]} {key[2]} graph replay, {counter}", key[0], r.get(counter),
                                 r.get(target_counter)))
         step_wall_targets(key, r, chained.get(key, {}), eager, p if ok else {}, targets)
+        split_graph_target(key, split, targets)
     lines.append("")
     if floors:
         lines.append("### Graph launch floor\n")
@@ -569,6 +577,15 @@ def step_wall_targets(key, graph, chained, eager, peer, targets):
         if peer.get("graph_wall_us") is not None:
             targets.append((f"{model} prefill 8K {what}, wall, against the peer's graph-replayed step "
                             "(issue 8: faster than it)", timing, r["wall_us"], peer["graph_wall_us"]))
+
+
+def split_graph_target(key, split, targets):
+    """Issue 12's split-mode step target (step_bench's target_us counter) on the split step graph."""
+    timing, model, case = key
+    if "error" in split or split.get("wall_us") is None or not split.get("target_us"):
+        return
+    targets.append((f"{model} prefill 8K step, split, as a step graph, wall (issue 12)", timing, split["wall_us"],
+                    split["target_us"]))
 
 
 def cached_steps(doc, paths, suffix=""):

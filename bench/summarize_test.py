@@ -38,5 +38,21 @@ class StepWallTargets(unittest.TestCase):
                          {})
 
 
+class SplitGraphTargets(unittest.TestCase):
+    def judged(self, key, split):
+        targets = []
+        summarize.split_graph_target(key, split, targets)
+        return {what: (value, target) for what, _, value, target in targets}
+
+    def test_the_split_graph_is_judged_against_its_own_target(self):
+        got = self.judged(("cuda", "flash", "prefill8K"), {"wall_us": 190.5, "target_us": 200.0})
+        self.assertEqual(got, {"flash prefill 8K step, split, as a step graph, wall (issue 12)": (190.5, 200.0)})
+
+    def test_no_target_no_line_and_errors_are_not_judged(self):
+        self.assertEqual(self.judged(("cuda", "flash", "decode64_ctx8K"), {"wall_us": 30.0}), {})
+        self.assertEqual(self.judged(("cuda", "pro", "prefill8K"), {"error": "x", "target_us": 500.0}), {})
+        self.assertEqual(self.judged(("cuda", "pro", "prefill8K"), {}), {})
+
+
 if __name__ == "__main__":
     unittest.main()

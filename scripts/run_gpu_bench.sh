@@ -21,6 +21,10 @@
 #              prints SKIPPED)
 #   BENCH_TARBALL  a file: every file of OUTDIR and the stage lines (run_gpu_bench_stages.txt)
 #              also packed into it (.tgz), for a device call that brings back at most 8 files
+#   KERNEL_FILTER, STEP_FILTER, PEER_FILTER  regexes: only those kernel_bench / step_bench
+#              benchmarks (--benchmark_filter; "-" skips the stage) and peer configs (run_peer.py
+#              --filter); a STEP_FILTER also skips the no-PDL rerun. For a short focused call
+#              (e.g. the prefill-8K steps and step graphs only, beside the peer's)
 #   BENCH_PEER on (default), off (no peer stages) or only (build, peer stages and summary
 #              only: for a second device call when the first ran out of time; put the first
 #              run's JSON in OUTDIR beforehand to get the combined summary). The peer needs
@@ -133,12 +137,18 @@ bin="$build_dir/bench"
 
 gbench=(--backends="$backend" --benchmark_repetitions=3 --benchmark_display_aggregates_only=true
         --benchmark_out_format=json)
+kernel_filter=${KERNEL_FILTER:-}
+step_filter=${STEP_FILTER:-}
 if [ "$peer" != only ]; then
-  stage kernel_bench 150 "$bin/kernel_bench" "${gbench[@]}" --benchmark_out="$out/kernel_bench.json"
-  stage step_bench 150 "$bin/step_bench" "${gbench[@]}" --benchmark_out="$out/step_bench.json"
+  [ "$kernel_filter" = - ] ||
+    stage kernel_bench 150 "$bin/kernel_bench" "${gbench[@]}" ${kernel_filter:+--benchmark_filter="$kernel_filter"} \
+      --benchmark_out="$out/kernel_bench.json"
+  [ "$step_filter" = - ] ||
+    stage step_bench 150 "$bin/step_bench" "${gbench[@]}" ${step_filter:+--benchmark_filter="$step_filter"} \
+      --benchmark_out="$out/step_bench.json"
   # The cached steps again with plain launches: what programmatic dependent launch (the
   # default) gains, same run.
-  if [ "$backend" = cuda ]; then
+  if [ "$backend" = cuda ] && [ -z "$step_filter" ]; then
     stage step_bench_no_pdl 60 "$bin/step_bench" "${gbench[@]}" --no_programmatic_launch \
       --benchmark_filter=/cached/ --benchmark_out="$out/step_bench_no_pdl.json"
   fi
@@ -160,7 +170,8 @@ if [ "$peer" != off ]; then
   peer_inputs="$build_dir/peer_inputs"
   rm -rf "$peer_inputs"
   stage bench_inputs 90 "$bin/bench_inputs" --out "$peer_inputs" --step &&
-    stage peer 150 "$python" bench/peer/run_peer.py --inputs "$peer_inputs" --out "$out" --step
+    stage peer 150 "$python" bench/peer/run_peer.py --inputs "$peer_inputs" --out "$out" --step \
+      ${PEER_FILTER:+--filter "$PEER_FILTER"}
   # run_peer.py exits 0 when it skips (no torch/triton/GPU): say so in the status lines.
   [ -f "$out/peer_kernel.json" ] || status_lines+=("peer: no peer_kernel.json (skipped or failed: see its log)")
 fi
