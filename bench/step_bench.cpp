@@ -559,14 +559,16 @@ void register_benchmarks(const BackendChoice& backends) {
               ->Unit(benchmark::kMicrosecond);
         };
         for (const int32_t chains : {0, 1, 2, 8, 64}) {  // 0: StepGraphSpec's default
-          if (shape.decodes == 0 && chains > 1) continue;  // prefill steps: the default and 1 chain
+          // prefill steps: the default, 1 and 8 chains
+          if (shape.decodes == 0 && chains != 0 && chains != 1 && chains != 8) continue;
           add(chains == 0 ? "" : "_chains" + std::to_string(chains), chains, opt::SharingMode::kSeed);
         }
         // SPEC §8 split form (the SWA segment once, each layer's compressed segment): prefill
-        // steps and 64 decodes at 8K, the default chains.
+        // steps (the default and 8 chains) and 64 decodes at 8K (the default).
         if (shape.decodes == 0 || (shape.decodes == 64 && shape.context == 8192)) {
           add("_split", 0, opt::SharingMode::kSplit);
         }
+        if (shape.decodes == 0) add("_split_chains8", 8, opt::SharingMode::kSplit);
       }
     }
   }
