@@ -112,18 +112,9 @@ __device__ __forceinline__ uint32_t dispatch_cta(int32_t num_decode_tokens) {
   return cta_of_block(blockIdx.x, gridDim.x, decode_ctas);
 }
 
-// Checked part builds of both row kinds (a split step graph's) spilled 20 bytes at the 64
-// registers of 4 CTAs an SM: Nsight showed 40,960 local-memory requests and a C4A build 11 %
-// slower than the whole-row one (bench/results/2026-12-04-h200-split-graph/); 3 CTAs give 80.
-template <bool kChecked, bool kParts, RowKinds kRows>
-constexpr int32_t kernel_min_ctas(int32_t chunks) {
-  return Policy::min_ctas_per_sm(chunks) - (kChecked && kParts && kRows == RowKinds::kBoth ? 1 : 0);
-}
-
 template <int kGroupThreads, int kChunks, bool kPowerOfTwo, bool kVec4, RowKinds kRows, bool kChecked = false,
           bool kParts = false>
-__global__ void __launch_bounds__(kCta, (kernel_min_ctas<kChecked, kParts, kRows>(kChunks)))
-    mixed_sparse_indices_kernel(const MixedSparseIndicesArgs args) {
+__global__ void __launch_bounds__(kCta, Policy::min_ctas_per_sm(kChunks)) mixed_sparse_indices_kernel(const MixedSparseIndicesArgs args) {
   begin_after_prior_grid();
   if constexpr (kChecked) {
     MixedSparseIndicesArgs step = args;  // the capacities replaced by the step's sizes
