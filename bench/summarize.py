@@ -484,9 +484,7 @@ def graph_section(runs, lines, targets, steps=None, peer=None):
     case and the peer's eager and graph-replayed step when the run has them."""
     graphs = {}
     split_graphs = {}  # the same step as a split graph (_split, SPEC §8)
-    split_eight = {}  # the split graph's builds in 8 chains (_split_chains8)
     chained = {}  # the same step with its builds one after another (_chains1)
-    eight = {}  # the builds in 8 chains (_chains8)
     at_once = {}  # every build a chain of its own (_chains64)
     floors = {}
     for name, r in runs.items():
@@ -494,13 +492,7 @@ def graph_section(runs, lines, targets, steps=None, peer=None):
         if len(parts) == 4 and parts[1] == "step_graph":
             case, _, chains = parts[3].partition("_chains")
             if case.endswith("_split"):
-                key = (parts[0], parts[2], case[:-len("_split")])
-                if not chains:
-                    split_graphs[key] = r
-                elif chains == "8":
-                    split_eight[key] = r
-            elif chains == "8":
-                eight[(parts[0], parts[2], case)] = r
+                split_graphs[(parts[0], parts[2], case[:-len("_split")])] = r
             elif chains == "1":
                 chained[(parts[0], parts[2], case)] = r
             elif chains == "64":
@@ -519,7 +511,7 @@ def graph_section(runs, lines, targets, steps=None, peer=None):
                  "each row's metadata checked), as an engine that captures its prefill metadata builds runs them\n")
     lines.append("- wall us: host clock from the replay call (stream idle, L2 flushed) until the host has "
                  "seen the graph complete, the step's builds running as StepGraphSpec's default number of "
-                 "chains at once (they read only inputs written before the replay); 8 chains: the same builds in 8 chains; 1 chain: the same builds "
+                 "chains at once (they read only inputs written before the replay); 1 chain: the same builds "
                  "one after another in layer order, each waiting for the one before (programmatic launch), as "
                  "in an engine graph that interleaves them with its layers; 64 chains: every build at once "
                  "(wall, host); split: the same step as a split graph (SPEC §8: the SWA segment built once, "
@@ -529,14 +521,14 @@ def graph_section(runs, lines, targets, steps=None, peer=None):
                  "(wall, host); peer: the Triton peer's cached step of the same case, eager (Python layer "
                  "loop) and replayed as a CUDA graph (wall)\n")
     lines.append("| timing | model | case | builds | graph wall us | graph host us | 1 chain wall us | "
-                 "8 chains wall us | 64 chains wall / host us | split graph wall us | split, 8 chains wall us | "
+                 "64 chains wall / host us | split graph wall us | "
                  "ours eager wall us | ours eager host us | peer eager wall us | peer graph wall us |")
-    lines.append("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    lines.append("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     keys = sorted(graphs, key=lambda k: (k[0], k[1], case_rank(k[2])))
     for key in keys:
         r = graphs[key]
         if "error" in r:
-            lines.append(f"| {key[0]} | {key[1]} | {key[2]} | ERROR: {r['error']} | | | | | | | | | | | |")
+            lines.append(f"| {key[0]} | {key[1]} | {key[2]} | ERROR: {r['error']} | | | | | | | | | |")
             continue
         eager = steps.get(key, {}).get("cached", {})
         split = split_graphs.get(key, {})
@@ -545,10 +537,8 @@ def graph_section(runs, lines, targets, steps=None, peer=None):
         lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {fmt(r.get('builder_calls'), 0)} | "
                      f"{fmt(r.get('wall_us'), 1)} | {fmt(r.get('host_us'), 1)} | "
                      f"{fmt(chained.get(key, {}).get('wall_us'), 1)} | "
-                     f"{fmt(eight.get(key, {}).get('wall_us'), 1)} | "
                      f"{fmt(at_once.get(key, {}).get('wall_us'), 1)} / {fmt(at_once.get(key, {}).get('host_us'), 1)} | "
                      f"{'ERROR' if 'error' in split else fmt(split.get('wall_us'), 1)} | "
-                     f"{fmt(split_eight.get(key, {}).get('wall_us'), 1)} | "
                      f"{fmt(eager.get('wall_us'), 1)} | {fmt(eager.get('host_us'), 1)} | "
                      f"{fmt(p.get('eager_wall_us') if ok else None, 1)} | "
                      f"{fmt(p.get('graph_wall_us') if ok else None, 1)} |")

@@ -144,7 +144,7 @@ if [ "$peer" != only ]; then
     stage kernel_bench 150 "$bin/kernel_bench" "${gbench[@]}" ${kernel_filter:+--benchmark_filter="$kernel_filter"} \
       --benchmark_out="$out/kernel_bench.json"
   [ "$step_filter" = - ] ||
-    stage step_bench 150 "$bin/step_bench" "${gbench[@]}" ${step_filter:+--benchmark_filter="$step_filter"} \
+    stage step_bench 170 "$bin/step_bench" "${gbench[@]}" ${step_filter:+--benchmark_filter="$step_filter"} \
       --benchmark_out="$out/step_bench.json"
   # The cached steps again with plain launches: what programmatic dependent launch (the
   # default) gains, same run.
