@@ -87,6 +87,21 @@ TEST_P(StepGraphTest, ProReplaysOfRandomDecodeStepsMatchTheReference) {
   EXPECT_TRUE(replays_like_reference(graph, buffers, schedule, replays_for(backend()), 2));
 }
 
+// Draws a decode step into `buffers`, breaks its metadata (harness::corrupt_metadata), uploads
+// it and returns what was broken.
+std::string upload_broken_decode_step(harness::GraphStepBuffers& buffers, std::mt19937_64& rng) {
+  buffers.draw_decode_step(rng);
+  harness::PersistentBuild broken{buffers.reference_inputs(0), buffers.host().sizes};
+  const std::string what = harness::corrupt_metadata(broken, rng);
+  harness::PersistentStepHost& host = buffers.host();
+  host.sizes = broken.sizes;
+  host.query_start_loc = broken.inputs.query_start_loc;
+  host.seq_lens = broken.inputs.seq_lens;
+  host.token_to_req = broken.inputs.token_to_req;
+  buffers.upload();
+  return what;
+}
+
 // Broken metadata written between replays: every build writes -1 / 0 for the rows it breaks,
 // the status word of each kind names the first failure like the reference's checks, and the
 // next valid step replays cleanly. (On the H200: compute-sanitizer memcheck over this test.)
@@ -98,16 +113,8 @@ TEST_P(StepGraphTest, ReplaysWithCorruptedMetadataReportTheFirstError) {
   int reported = 0;
   const int replays = backend() == opt::Backend::kHost ? 20 : 100;
   for (int replay = 0; replay < replays; ++replay) {
-    buffers.draw_decode_step(rng);
-    harness::PersistentBuild broken{buffers.reference_inputs(0), buffers.host().sizes};
-    const std::string what = harness::corrupt_metadata(broken, rng);
-    harness::PersistentStepHost& host = buffers.host();
-    host.sizes = broken.sizes;
-    host.query_start_loc = broken.inputs.query_start_loc;
-    host.seq_lens = broken.inputs.seq_lens;
-    host.token_to_req = broken.inputs.token_to_req;
-    reported += ref::check_metadata(buffers.reference_inputs(0), host.sizes).check != ref::MetadataCheck::kNone;
-    buffers.upload();
+    const std::string what = upload_broken_decode_step(buffers, rng);
+    reported += ref::check_metadata(buffers.reference_inputs(0), buffers.host().sizes).check != ref::MetadataCheck::kNone;
     const std::vector<harness::Mismatch> mismatches = harness::replay_and_compare(graph, buffers, schedule);
     ASSERT_TRUE(mismatches.empty()) << "replay " << replay << ", " << what << ": "
                                     << harness::format_mismatch(mismatches.front());
@@ -261,15 +268,7 @@ TEST_P(StepGraphTest, SplitGraphsReplayRandomDecodeStepsLikeTheReference) {
           << chains << " chains";
       std::mt19937_64 rng(50 + static_cast<uint64_t>(chains));
       for (int replay = 0; replay < 5; ++replay) {
-        buffers.draw_decode_step(rng);
-        harness::PersistentBuild broken{buffers.reference_inputs(0), buffers.host().sizes};
-        const std::string what = harness::corrupt_metadata(broken, rng);
-        harness::PersistentStepHost& host = buffers.host();
-        host.sizes = broken.sizes;
-        host.query_start_loc = broken.inputs.query_start_loc;
-        host.seq_lens = broken.inputs.seq_lens;
-        host.token_to_req = broken.inputs.token_to_req;
-        buffers.upload();
+        const std::string what = upload_broken_decode_step(buffers, rng);
         const std::vector<harness::Mismatch> mismatches = harness::replay_and_compare(graph, buffers, schedule);
         ASSERT_TRUE(mismatches.empty()) << schedule.name << " replay " << replay << ", " << what << ": "
                                         << harness::format_mismatch(mismatches.front());
