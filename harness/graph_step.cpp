@@ -6,6 +6,7 @@
 #include <string>
 
 #include "harness/compare_build.h"
+#include "optimized/layer_kind.h"
 #include "reference/sharing_modes.h"
 #include "reference/step.h"
 
@@ -343,12 +344,6 @@ opt::MetadataStatus GraphStepBuffers::status(opt::LayerKind kind) const {
 
 namespace {
 
-opt::LayerKind opt_kind_of(ref::LayerKind kind) {
-  return kind == ref::LayerKind::kSwaOnly ? opt::LayerKind::kSwaOnly
-         : kind == ref::LayerKind::kC4A   ? opt::LayerKind::kC4A
-                                          : opt::LayerKind::kC128A;
-}
-
 // Kind `kind`'s status word against the reference's checks of the same metadata.
 void compare_status(const GraphStepBuffers& buffers, opt::LayerKind kind, const ref::MetadataStatus& w,
                     bool valid_step, Mismatch where, std::vector<Mismatch>& mismatches) {
@@ -405,10 +400,14 @@ std::vector<Mismatch> replay_and_compare(opt::StepGraph& graph, GraphStepBuffers
   // errors of its own columns: the build's less its window's, those of the segment's inputs at
   // the layer's prefill capacity (the rows a step that does not fit it leaves unbuilt; decode
   // rows' window columns are copies, counting none).
+  std::map<Eigen::Index, int64_t> window_errors;  // by prefill capacity: one reference build each
   const auto window_errors_of = [&](const ref::BuilderInputs& layer) {
+    const Eigen::Index rows = layer.prefill_topk.rows();
+    const auto found = window_errors.find(rows);
+    if (found != window_errors.end()) return found->second;
     ref::BuilderInputs window = ref::window_segment_inputs(layer);
-    window.prefill_topk = ref::IndexMatrix(layer.prefill_topk.rows(), 0);
-    return ref::build_mixed_sparse_indices(window, sizes).output.content_errors;
+    window.prefill_topk = ref::IndexMatrix(rows, 0);
+    return window_errors[rows] = ref::build_mixed_sparse_indices(window, sizes).output.content_errors;
   };
   const opt::SplitIndices* first_split = split && schedule.num_layers() > 0 ? &graph.layer_split_indices(0) : nullptr;
   if (first_split != nullptr) {
@@ -426,7 +425,8 @@ std::vector<Mismatch> replay_and_compare(opt::StepGraph& graph, GraphStepBuffers
            compare_build(segment.output, swa, segment.output.content_errors, sizes.num_decode_tokens, where));
   }
   for (int32_t layer = 0; layer < schedule.num_layers(); ++layer) {
-    const ref::LayerKind kind = ref::layer_kind_from_ratio(schedule.compress_ratios[static_cast<size_t>(layer)]);
+    const int32_t ratio = schedule.compress_ratios[static_cast<size_t>(layer)];
+    const ref::LayerKind kind = ref::layer_kind_from_ratio(ratio);
     const bool cached = kind != ref::LayerKind::kC4A;
     if (!cached || shared.count(kind) == 0) {
       const ref::BuilderInputs in = buffers.reference_inputs(layer);
@@ -461,7 +461,7 @@ std::vector<Mismatch> replay_and_compare(opt::StepGraph& graph, GraphStepBuffers
                            download(buffers.backend(), got.compressed), 0, sizes.num_decode_tokens, compressed_where),
              "compressed segment");
     }
-    const opt::LayerKind opt_kind = opt_kind_of(kind);
+    const opt::LayerKind opt_kind = opt::layer_kind_from_ratio(ratio);
     if (!kind_checked[static_cast<int>(opt_kind)]) {
       kind_checked[static_cast<int>(opt_kind)] = true;
       compare_status(buffers, opt_kind, want.status, valid_step, where, mismatches);
