@@ -420,7 +420,8 @@ ReplayTimes time_replays(benchmark::State& state, bool cuda, void* stream, const
 // call (stream idle, L2 flushed) until the host has seen an event recorded after the graph
 // complete; host_us: the replay call alone. Targets (H200, Flash, 64 decodes at 8K):
 // wall <= 50 us, host <= 10 us. ..._split: the same step as a split graph (SPEC §8: the SWA
-// segment once, each layer's compressed segment), judged against issue 12's split targets.
+// segment once, each layer's compressed segment), judged against issue 12's split targets;
+// ..._nostatus: without the status words (spec.statuses null), what asking for them costs.
 struct GraphCase {
   int32_t decodes = 0, context = 0;
   std::string bench_case;  // or a bench case's step (decodes = 0)
@@ -457,7 +458,7 @@ std::unique_ptr<harness::GraphStepBuffers> graph_buffers(opt::Backend backend, c
 constexpr double kGraphWallTargetUs = 50.0, kGraphHostTargetUs = 10.0;
 
 void BM_step_graph(benchmark::State& state, opt::Backend backend, std::string model, GraphCase shape,
-                   int32_t chains, opt::SharingMode mode) {
+                   int32_t chains, opt::SharingMode mode, bool statuses) {
   const bool cuda = backend == opt::Backend::kCuda;
   try {
     const ref::ModelSchedule schedule = model_schedule(model);
@@ -466,6 +467,7 @@ void BM_step_graph(benchmark::State& state, opt::Backend backend, std::string mo
     (void)b.take_content_errors();
     opt::StepGraphSpec spec = buffers->spec();
     if (chains > 0) spec.chains = chains;  // else the default
+    if (!statuses) spec.statuses = nullptr;
     opt::StepGraph graph(b, spec);
     graph.replay();  // warm-up: the graph uploaded to the device
     if (graph.content_errors() != 0) {
@@ -485,15 +487,17 @@ void BM_step_graph(benchmark::State& state, opt::Backend backend, std::string mo
     state.counters["layers"] = schedule.num_layers();
     std::ostringstream label;
     label << (cuda ? "graph replay, L2 flushed, stream idle" : "host replay (CPU)")
-          << ", builds in " << spec.chains << " chain(s)" << (mode == opt::SharingMode::kSplit ? ", split" : "");
+          << ", builds in " << spec.chains << " chain(s)" << (mode == opt::SharingMode::kSplit ? ", split" : "")
+          << (statuses ? "" : ", no status words");
     state.counters["chains"] = spec.chains;
     // Issue 12's split targets, judged on the split step graph too.
     const double split_target = model == "flash" ? kFlashSplitTargetUs : model == "pro" ? kProSplitTargetUs : 0.0;
-    if (mode == opt::SharingMode::kSplit && shape.bench_case == kTargetCase && chains == 0 && split_target > 0) {
+    if (mode == opt::SharingMode::kSplit && shape.bench_case == kTargetCase && chains == 0 && statuses && split_target > 0) {
       state.counters["target_us"] = split_target;
       label << "; target (H200) wall<=" << split_target << "us " << (wall_us <= split_target ? "MET" : "MISSED");
     }
-    if (model == "flash" && shape.decodes == 64 && shape.context == 8192 && chains == 0 && mode == opt::SharingMode::kSeed) {
+    if (model == "flash" && shape.decodes == 64 && shape.context == 8192 && chains == 0 && statuses &&
+        mode == opt::SharingMode::kSeed) {
       state.counters["wall_target_us"] = kGraphWallTargetUs;
       state.counters["host_target_us"] = kGraphHostTargetUs;
       label << "; targets (H200) wall<=" << kGraphWallTargetUs << "us "
@@ -550,10 +554,10 @@ void register_benchmarks(const BackendChoice& backends) {
         if (backend == opt::Backend::kCuda || shape.bench_case == "prefill1K") cases.push_back(shape);
       }
       for (const GraphCase& shape : cases) {
-        const auto add = [&](const std::string& suffix, int32_t chains, opt::SharingMode mode) {
+        const auto add = [&](const std::string& suffix, int32_t chains, opt::SharingMode mode, bool statuses = true) {
           const std::string name =
               std::string(timing_prefix(backend)) + "/step_graph/" + model + "/" + shape.name() + suffix;
-          benchmark::RegisterBenchmark(name.c_str(), BM_step_graph, backend, model, shape, chains, mode)
+          benchmark::RegisterBenchmark(name.c_str(), BM_step_graph, backend, model, shape, chains, mode, statuses)
               ->UseManualTime()
               ->Iterations(backend == opt::Backend::kCuda ? 200 : 5)
               ->Unit(benchmark::kMicrosecond);
@@ -569,6 +573,12 @@ void register_benchmarks(const BackendChoice& backends) {
         // 12's target step (prefill 8K) and 64 decodes at 8K, the default chains.
         if (shape.bench_case == kTargetCase || (shape.decodes == 64 && shape.context == 8192)) {
           add("_split", 0, opt::SharingMode::kSplit);
+        }
+        // What asking for the status words costs a prefill graph (their checks run beside the
+        // builds' chains): the target step without them, seed and split.
+        if (shape.bench_case == kTargetCase) {
+          add("_nostatus", 0, opt::SharingMode::kSeed, false);
+          add("_split_nostatus", 0, opt::SharingMode::kSplit, false);
         }
       }
     }

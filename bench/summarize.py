@@ -478,29 +478,44 @@ def modes_section(steps, lines, targets, measured_floors=None):
     lines.append("")
 
 
+GRAPH_VARIANTS = ("_split_nostatus", "_nostatus", "_split", "_chains1", "_chains2", "_chains8", "_chains64")
+
+
+def graph_variant(name):
+    """(key, variant) of a step_bench <prefix>/step_graph/<model>/<case><variant> name, key =
+    (prefix, model, case), variant one of GRAPH_VARIANTS without its "_" or "" (the default
+    graph); None for any other name."""
+    parts = name.split("/")
+    if len(parts) != 4 or parts[1] != "step_graph":
+        return None
+    for suffix in GRAPH_VARIANTS:
+        if parts[3].endswith(suffix):
+            return (parts[0], parts[2], parts[3][:-len(suffix)]), suffix[1:]
+    return (parts[0], parts[2], parts[3]), ""
+
+
 def graph_section(runs, lines, targets, steps=None, peer=None):
     """step_bench's <prefix>/step_graph/<model>/<case>: a cached step recorded once as a
     StepGraph and replayed (issue 10 items 3 and 6), beside our eager cached step of the same
     case and the peer's eager and graph-replayed step when the run has them."""
-    graphs = {}
-    split_graphs = {}  # the same step as a split graph (_split, SPEC §8)
-    chained = {}  # the same step with its builds one after another (_chains1)
-    at_once = {}  # every build a chain of its own (_chains64)
+    # variant -> key -> run: "" the default graph, "split" (SPEC §8), "chains1" (builds one after
+    # another), "chains64" (every build a chain of its own), "nostatus" / "split_nostatus"
+    # (without the status words)
+    variants = {}
     floors = {}
     for name, r in runs.items():
+        parsed = graph_variant(name)
+        if parsed:
+            variants.setdefault(parsed[1], {})[parsed[0]] = r
         parts = name.split("/")
-        if len(parts) == 4 and parts[1] == "step_graph":
-            case, _, chains = parts[3].partition("_chains")
-            if case.endswith("_split"):
-                split_graphs[(parts[0], parts[2], case[:-len("_split")])] = r
-            elif chains == "1":
-                chained[(parts[0], parts[2], case)] = r
-            elif chains == "64":
-                at_once[(parts[0], parts[2], case)] = r
-            elif not chains:
-                graphs[(parts[0], parts[2], parts[3])] = r
         if len(parts) == 4 and parts[1:3] == ["launch_floor", "graph"] and "error" not in r:
             floors[parts[3]] = r
+    graphs = variants.get("", {})
+    split_graphs = variants.get("split", {})
+    chained = variants.get("chains1", {})
+    at_once = variants.get("chains64", {})
+    no_status = variants.get("nostatus", {})
+    split_no_status = variants.get("split_nostatus", {})
     if not graphs:
         return
     steps = steps or {}
@@ -515,20 +530,22 @@ def graph_section(runs, lines, targets, steps=None, peer=None):
                  "one after another in layer order, each waiting for the one before (programmatic launch), as "
                  "in an engine graph that interleaves them with its layers; 64 chains: every build at once "
                  "(wall, host); split: the same step as a split graph (SPEC §8: the SWA segment built once, "
-                 "then each layer's compressed segment; one build more), wall; "
+                 "then each layer's compressed segment; one build more), wall; no status words: the "
+                 "default graph and the split graph recorded without SPEC §7's status words (their checks "
+                 "run beside the builds' chains), wall; "
                  "host us: the replay call alone (CPU timings: the host backend "
                  "re-running the recorded builds); ours eager: step_bench's cached step of the same case "
                  "(wall, host); peer: the Triton peer's cached step of the same case, eager (Python layer "
                  "loop) and replayed as a CUDA graph (wall)\n")
     lines.append("| timing | model | case | builds | graph wall us | graph host us | 1 chain wall us | "
-                 "64 chains wall / host us | split graph wall us | "
+                 "64 chains wall / host us | split graph wall us | no status words: graph / split wall us | "
                  "ours eager wall us | ours eager host us | peer eager wall us | peer graph wall us |")
-    lines.append("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    lines.append("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     keys = sorted(graphs, key=lambda k: (k[0], k[1], case_rank(k[2])))
     for key in keys:
         r = graphs[key]
         if "error" in r:
-            lines.append(f"| {key[0]} | {key[1]} | {key[2]} | ERROR: {r['error']} | | | | | | | | | |")
+            lines.append(f"| {key[0]} | {key[1]} | {key[2]} | ERROR: {r['error']} | | | | | | | | | | |")
             continue
         eager = steps.get(key, {}).get("cached", {})
         split = split_graphs.get(key, {})
@@ -539,6 +556,8 @@ def graph_section(runs, lines, targets, steps=None, peer=None):
                      f"{fmt(chained.get(key, {}).get('wall_us'), 1)} | "
                      f"{fmt(at_once.get(key, {}).get('wall_us'), 1)} / {fmt(at_once.get(key, {}).get('host_us'), 1)} | "
                      f"{'ERROR' if 'error' in split else fmt(split.get('wall_us'), 1)} | "
+                     f"{fmt(no_status.get(key, {}).get('wall_us'), 1)} / "
+                     f"{fmt(split_no_status.get(key, {}).get('wall_us'), 1)} | "
                      f"{fmt(eager.get('wall_us'), 1)} | {fmt(eager.get('host_us'), 1)} | "
                      f"{fmt(p.get('eager_wall_us') if ok else None, 1)} | "
                      f"{fmt(p.get('graph_wall_us') if ok else None, 1)} |")

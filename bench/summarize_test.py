@@ -54,5 +54,20 @@ class SplitGraphTargets(unittest.TestCase):
         self.assertEqual(self.judged(("cuda", "pro", "prefill8K"), {}), {})
 
 
+class GraphVariants(unittest.TestCase):
+    def test_each_suffix_names_its_variant_of_the_case(self):
+        self.assertEqual(summarize.graph_variant("cuda/step_graph/flash/prefill8K"),
+                         (("cuda", "flash", "prefill8K"), ""))
+        for suffix in ("split", "chains1", "chains64", "nostatus", "split_nostatus"):
+            self.assertEqual(summarize.graph_variant(f"cuda/step_graph/pro/prefill8K_{suffix}"),
+                             (("cuda", "pro", "prefill8K"), suffix))
+        self.assertEqual(summarize.graph_variant("cpu/step_graph/flash/decode64_ctx8K_split"),
+                         (("cpu", "flash", "decode64_ctx8K"), "split"))
+
+    def test_other_names_are_not_graphs(self):
+        self.assertIsNone(summarize.graph_variant("cuda/step/flash/prefill8K"))
+        self.assertIsNone(summarize.graph_variant("cuda/launch_floor/graph/23x64_hops0"))
+
+
 if __name__ == "__main__":
     unittest.main()

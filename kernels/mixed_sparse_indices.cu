@@ -409,7 +409,7 @@ KernelFunction select_kernel(const LaunchShape& shape, bool power_of_two, bool v
 }
 
 // The run-time-sizes kernels (SPEC §7): decode-only when the capacities allow no prefill row
-// (a decode graph), else both kinds; whole rows, or a SPEC §8 part (a split step graph's
+// (a decode graph), prefill-only when they allow no decode row, else both kinds; whole rows, or a SPEC §8 part (a split step graph's
 // builds). The rare paths (scalar, blocks of other sizes) serve both forms in one kernel.
 KernelFunction select_checked_kernel(const LaunchShape& shape, bool power_of_two, bool vec4, RowKinds rows,
                                      bool parts) {
@@ -422,6 +422,10 @@ KernelFunction select_checked_kernel(const LaunchShape& shape, bool power_of_two
   if (rows == RowKinds::kDecode) {
     return parts ? kernel_for_group<kChunks, true, true, RowKinds::kDecode, true, true>(shape.group_threads)
                  : kernel_for_group<kChunks, true, true, RowKinds::kDecode, true>(shape.group_threads);
+  }
+  if (rows == RowKinds::kPrefill) {
+    return parts ? kernel_for_group<kChunks, true, true, RowKinds::kPrefill, true, true>(shape.group_threads)
+                 : kernel_for_group<kChunks, true, true, RowKinds::kPrefill, true>(shape.group_threads);
   }
   return parts ? kernel_for_group<kChunks, true, true, RowKinds::kBoth, true, true>(shape.group_threads)
                : kernel_for_group<kChunks, true, true, RowKinds::kBoth, true>(shape.group_threads);
@@ -525,6 +529,8 @@ KernelStatus launch_metadata_check(const MixedSparseIndicesArgs& args, MetadataS
                 config.programmatic_launch, stream, "cudaLaunchKernelExC(metadata_check_kernel)", __LINE__);
 }
 
+const void* metadata_check_kernel_entry() { return reinterpret_cast<const void*>(&metadata_check_kernel); }
+
 DecodeForm decode_form(const MixedSparseIndicesArgs& args) {
   if (args.decode_width == 0) return DecodeForm::kWindowOnly;
   return args.decode_local ? DecodeForm::kLocal : DecodeForm::kGlobal;
@@ -606,7 +612,14 @@ KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
                   config.programmatic_launch, stream, "cudaLaunchKernelExC(prefill_rows_kernel) / cudaGetLastError",
                   __LINE__);
   }
-  if (checked) rows = args.prefill_rows == 0 ? RowKinds::kDecode : RowKinds::kBoth;
+  // Checked, the capacities say which rows a step can have: D_cap = 0 (a prefill graph) builds
+  // with the prefill-only kernel, whose registers hold no decode-row code (the kernel of both
+  // kinds spilled 8 bytes on its parts).
+  if (checked) {
+    rows = args.prefill_rows == 0         ? RowKinds::kDecode
+           : args.num_decode_tokens == 0 ? RowKinds::kPrefill
+                                         : RowKinds::kBoth;
+  }
   const KernelFunction kernel = checked ? select_checked_kernel(shape, args.power_of_two_blocks, args.vector_path, rows,
                                                                 !whole_row_build(args))
                                         : select_kernel(shape, args.power_of_two_blocks, args.vector_path, rows,

@@ -51,5 +51,8 @@ KernelStatus launch_mixed_sparse_indices_together(const MixedSparseIndicesArgs* 
 // overwrites *status (device memory) with the first failure and the count. No host sync.
 KernelStatus launch_metadata_check(const MixedSparseIndicesArgs& args, MetadataStatus* status,
                                    const MixedSparseIndicesLaunchConfig& config, cudaStream_t stream);
+// The host-side address of launch_metadata_check's kernel: how a recorded graph's check nodes
+// are told from its builds (optimized/graph_layout.h launches_kernel).
+const void* metadata_check_kernel_entry();
 
 }  // namespace dsv4::kernels

@@ -11,6 +11,7 @@
 #include "harness/counting_builder.h"
 #include "harness/graph_step.h"
 #include "harness/persistent_buffers.h"
+#include "harness/step_factory.h"
 #include "support/backend_test.h"
 
 namespace dsv4::testing {
@@ -272,6 +273,64 @@ TEST_P(StepGraphTest, SplitGraphsReplayRandomDecodeStepsLikeTheReference) {
         const std::vector<harness::Mismatch> mismatches = harness::replay_and_compare(graph, buffers, schedule);
         ASSERT_TRUE(mismatches.empty()) << schedule.name << " replay " << replay << ", " << what << ": "
                                         << harness::format_mismatch(mismatches.front());
+      }
+    }
+  }
+}
+
+// A prefill graph: capacities without decode rows (D_cap = 0, T_cap = T + 3: on CUDA the
+// checked prefill-only kernels), seed and split, in one chain and the default four; valid, then
+// with broken metadata (among it a run-time D of 1 that the capacities refuse), then valid again:
+// every output, status word and content error like the reference's checked builds.
+TEST_P(StepGraphTest, PrefillGraphsWithoutDecodeCapacityReplayLikeTheReference) {
+  for (const ref::ModelSchedule& schedule : {ref::deepseek_v4_flash(), ref::deepseek_v4_pro()}) {
+    harness::StepShape shape;
+    shape.num_prefills = 3;
+    shape.prefill_tokens_each = backend() == opt::Backend::kHost ? 4 : 300;
+    shape.prefill_context = 900;
+    shape.seed = 21;
+    harness::StepCase c;
+    c.step = harness::make_step(shape);
+    c.schedule = schedule;
+    c.c4a_per_layer = harness::make_c4a_indexer_outputs(c.step, schedule, 22);
+    harness::StepCapacity extra;
+    extra.extra_tokens = 3;
+    harness::make_persistent(c, extra, 23);
+    ASSERT_EQ(c.persistent->decode_capacity, 0);
+    for (const opt::SharingMode mode : {opt::SharingMode::kSeed, opt::SharingMode::kSplit}) {
+      harness::GraphStepBuffers buffers(backend(), c, mode);
+      const harness::PersistentStepHost valid = buffers.host();
+      for (const int32_t chains : {1, 4}) {
+        opt::StepGraphSpec spec = buffers.spec();
+        spec.chains = chains;
+        opt::StepGraph graph(builder(), spec);
+        const std::string where = schedule.name + (mode == opt::SharingMode::kSplit ? " split, " : " seed, ") +
+                                  std::to_string(chains) + " chains";
+        std::vector<harness::Mismatch> mismatches = harness::replay_and_compare(graph, buffers, schedule);
+        ASSERT_TRUE(mismatches.empty()) << where << ": " << harness::format_mismatch(mismatches.front());
+        std::mt19937_64 rng(60 + static_cast<uint64_t>(chains));
+        for (int replay = 0; replay <= 6; ++replay) {
+          harness::PersistentBuild broken{buffers.reference_inputs(0), valid.sizes};
+          std::string what = "num_decode_tokens = 1 (run-time size)";
+          if (replay < 6) {
+            what = harness::corrupt_metadata(broken, rng);
+          } else {
+            broken.sizes.num_decode_tokens = 1;
+          }
+          harness::PersistentStepHost& host = buffers.host();
+          host = valid;
+          host.sizes = broken.sizes;
+          host.query_start_loc = broken.inputs.query_start_loc;
+          host.seq_lens = broken.inputs.seq_lens;
+          host.token_to_req = broken.inputs.token_to_req;
+          buffers.upload();
+          mismatches = harness::replay_and_compare(graph, buffers, schedule);
+          ASSERT_TRUE(mismatches.empty()) << where << ", " << what << ": " << harness::format_mismatch(mismatches.front());
+        }
+        buffers.host() = valid;
+        buffers.upload();
+        mismatches = harness::replay_and_compare(graph, buffers, schedule);
+        ASSERT_TRUE(mismatches.empty()) << where << ", valid again: " << harness::format_mismatch(mismatches.front());
       }
     }
   }
