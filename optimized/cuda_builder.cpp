@@ -124,6 +124,7 @@ class CudaBuilder final : public MixedSparseIndicesBuilder {
     cudaError_t laid_out = take_off_chain(graph, [check](cudaGraphNode_t node) { return launches_kernel(node, check); });
     if (laid_out == cudaSuccess) laid_out = cut_into_chains(graph, recorded_chains_);
     if (laid_out != cudaSuccess) {
+      (void)cudaGetLastError();  // the failed call's error, which the next launch's check would report
       (void)cudaGraphDestroy(graph);
       DSV4_CUDA_CHECK(laid_out);
     }

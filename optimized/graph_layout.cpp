@@ -68,12 +68,14 @@ cudaError_t take_off_chain(cudaGraph_t graph, const std::function<bool(cudaGraph
   Chain chain;
   const cudaError_t status = read_chain(graph, &chain);
   if (status != cudaSuccess) return status;
+  std::vector<bool> off(chain.nodes.size());
+  for (size_t k = 0; k < chain.nodes.size(); ++k) off[k] = off_chain(chain.nodes[k]);
   Edges removed, added;
   constexpr size_t kNone = SIZE_MAX;
   size_t kept = kNone;  // the last node kept so far
   for (size_t k = 0; k < chain.nodes.size(); ++k) {
-    if (off_chain(chain.nodes[k])) {
-      if (k > 0) removed.add(chain.nodes[k - 1], chain.nodes[k], chain.edges[k - 1]);
+    if (off[k]) {  // its edges, each once (two nodes off in a row share one)
+      if (k > 0 && !off[k - 1]) removed.add(chain.nodes[k - 1], chain.nodes[k], chain.edges[k - 1]);
       if (k + 1 < chain.nodes.size()) removed.add(chain.nodes[k], chain.nodes[k + 1], chain.edges[k]);
       continue;
     }
