@@ -570,8 +570,10 @@ void register_benchmarks(const BackendChoice& backends) {
           add(chains == 0 ? "" : "_chains" + std::to_string(chains), chains, opt::SharingMode::kSeed);
         }
         // SPEC §8 split form (the SWA segment once, each layer's compressed segment): issue
-        // 12's target step (prefill 8K) and 64 decodes at 8K, the default chains.
-        if (shape.bench_case == kTargetCase || (shape.decodes == 64 && shape.context == 8192)) {
+        // 12's target step (prefill 8K), the mixed step (its capacities hold decode rows: the
+        // checked kernel of both row kinds) and 64 decodes at 8K, the default chains.
+        if (shape.bench_case == kTargetCase || shape.bench_case == "decode32_prefill8K" ||
+            (shape.decodes == 64 && shape.context == 8192)) {
           add("_split", 0, opt::SharingMode::kSplit);
         }
         // What asking for the status words costs a prefill graph (their checks run beside the
