@@ -409,8 +409,9 @@ KernelFunction select_kernel(const LaunchShape& shape, bool power_of_two, bool v
 }
 
 // The run-time-sizes kernels (SPEC §7): decode-only when the capacities allow no prefill row
-// (a decode graph), prefill-only when they allow no decode row, else both kinds; whole rows, or a SPEC §8 part (a split step graph's
-// builds). The rare paths (scalar, blocks of other sizes) serve both forms in one kernel.
+// (a decode graph), prefill-only when they allow no decode row (a prefill graph), else both
+// kinds; whole rows, or a SPEC §8 part (a split step graph's builds). The rare paths (scalar,
+// blocks of other sizes) serve both forms in one kernel.
 KernelFunction select_checked_kernel(const LaunchShape& shape, bool power_of_two, bool vec4, RowKinds rows,
                                      bool parts) {
   constexpr int kChunks = Policy::kDefaultChunks;
