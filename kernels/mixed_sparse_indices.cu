@@ -614,8 +614,8 @@ KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
                   __LINE__);
   }
   // Checked, the capacities say which rows a step can have: D_cap = 0 (a prefill graph) builds
-  // with the prefill-only kernel, whose registers hold no decode-row code (the kernel of both
-  // kinds spilled 8 bytes on its parts).
+  // with the prefill-only kernel (on the split graph's compressed segments the kernel of both
+  // kinds took ~2 us longer a build: bench/results/2026-12-04-h200-checks-off-chain/).
   if (checked) {
     rows = args.prefill_rows == 0         ? RowKinds::kDecode
            : args.num_decode_tokens == 0 ? RowKinds::kPrefill
