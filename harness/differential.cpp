@@ -21,9 +21,9 @@
 namespace dsv4::harness {
 namespace {
 
-enum class Path { kUncached, kCached, kGraph };
+enum class Path { kUncached, kCached };  // the step's eager paths (the graph path: run_graph_path)
 const char* path_name(Path p) {
-  return p == Path::kUncached ? "uncached" : p == Path::kCached ? "cached" : "graph replay";
+  return p == Path::kUncached ? "uncached" : "cached";
 }
 
 const char* kind_name(int32_t ratio) {
@@ -169,7 +169,7 @@ void run_graph_path(const StepCase& c, opt::Backend backend, CountingBuilder& bu
   if (calls != expected || graph.builds() != expected) {
     Mismatch m;
     m.backend = opt::backend_name(backend);
-    m.path = std::string(path_name(Path::kGraph)) + (mode == opt::SharingMode::kSplit ? ", split" : "");
+    m.path = graph_path_name(mode);
     m.what = "builder calls";
     m.expected = expected;
     m.actual = calls;
@@ -388,7 +388,7 @@ DifferentialSummary DifferentialChecker::check(const StepCase& c, ContentErrorPo
           }
           // SPEC §7 x §8: the step's graph in the seed and the split forms (tail-only has none).
           if (c.persistent && mode != opt::SharingMode::kTailOnly) {
-            path = std::string(path_name(Path::kGraph)) + (mode == opt::SharingMode::kSplit ? ", split" : "");
+            path = graph_path_name(mode);
             run_graph_path(c, backends_[i], *counting_[i], policy, mode, totals, record);
           }
           for (const bool one_launch : {false, true}) {

@@ -378,6 +378,10 @@ void append(std::vector<Mismatch>& to, std::vector<Mismatch> found, const std::s
 
 }  // namespace
 
+std::string graph_path_name(opt::SharingMode mode) {
+  return mode == opt::SharingMode::kSplit ? "graph replay, split" : "graph replay";
+}
+
 std::vector<Mismatch> replay_and_compare(opt::StepGraph& graph, GraphStepBuffers& buffers,
                                          const ref::ModelSchedule& schedule, bool valid_step) {
   (void)graph.content_errors();  // only this replay's
@@ -392,7 +396,7 @@ std::vector<Mismatch> replay_and_compare(opt::StepGraph& graph, GraphStepBuffers
   const ref::RunTimeSizes sizes = buffers.host().sizes;
   Mismatch base;
   base.backend = opt::backend_name(buffers.backend());
-  base.path = split ? "graph replay, split" : "graph replay";
+  base.path = graph_path_name(graph.mode());
   base.window = W;
   // Split: the SWA segment, the window part of the step's SWA-only build (its capacities:
   // T_cap - D_cap prefill rows), built once: its columns, its content errors once, the SWA-only

@@ -98,6 +98,9 @@ class GraphStepBuffers {
   void stage();  // allocates every buffer from host()'s shapes and the layout, fills spec_, uploads
 };
 
+// The graph path's name in mismatch reports: "graph replay", or "graph replay, split".
+std::string graph_path_name(opt::SharingMode mode);
+
 // Replays `graph` over what `buffers` holds and compares every layer's output (split mode: its
 // compressed segment, the combined output cut at column W, and the one SWA segment all share,
 // the reference's build of the segment), the status word
