@@ -88,18 +88,23 @@ TEST_P(StepGraphTest, ProReplaysOfRandomDecodeStepsMatchTheReference) {
   EXPECT_TRUE(replays_like_reference(graph, buffers, schedule, replays_for(backend()), 2));
 }
 
-// Draws a decode step into `buffers`, breaks its metadata (harness::corrupt_metadata), uploads
-// it and returns what was broken.
-std::string upload_broken_decode_step(harness::GraphStepBuffers& buffers, std::mt19937_64& rng) {
-  buffers.draw_decode_step(rng);
-  harness::PersistentBuild broken{buffers.reference_inputs(0), buffers.host().sizes};
-  const std::string what = harness::corrupt_metadata(broken, rng);
+// Writes `broken`'s run-time sizes and step metadata into `buffers` and uploads them.
+void upload_metadata(harness::GraphStepBuffers& buffers, const harness::PersistentBuild& broken) {
   harness::PersistentStepHost& host = buffers.host();
   host.sizes = broken.sizes;
   host.query_start_loc = broken.inputs.query_start_loc;
   host.seq_lens = broken.inputs.seq_lens;
   host.token_to_req = broken.inputs.token_to_req;
   buffers.upload();
+}
+
+// Draws a decode step into `buffers`, breaks its metadata (harness::corrupt_metadata), uploads
+// it and returns what was broken.
+std::string upload_broken_decode_step(harness::GraphStepBuffers& buffers, std::mt19937_64& rng) {
+  buffers.draw_decode_step(rng);
+  harness::PersistentBuild broken{buffers.reference_inputs(0), buffers.host().sizes};
+  const std::string what = harness::corrupt_metadata(broken, rng);
+  upload_metadata(buffers, broken);
   return what;
 }
 
@@ -317,13 +322,8 @@ TEST_P(StepGraphTest, PrefillGraphsWithoutDecodeCapacityReplayLikeTheReference) 
           } else {
             broken.sizes.num_decode_tokens = 1;
           }
-          harness::PersistentStepHost& host = buffers.host();
-          host = valid;
-          host.sizes = broken.sizes;
-          host.query_start_loc = broken.inputs.query_start_loc;
-          host.seq_lens = broken.inputs.seq_lens;
-          host.token_to_req = broken.inputs.token_to_req;
-          buffers.upload();
+          buffers.host() = valid;
+          upload_metadata(buffers, broken);
           mismatches = harness::replay_and_compare(graph, buffers, schedule);
           ASSERT_TRUE(mismatches.empty()) << where << ", " << what << ": " << harness::format_mismatch(mismatches.front());
         }
