@@ -383,29 +383,27 @@ KernelFunction scalar_kernel(int32_t group_threads) {
                                 : &mixed_sparse_indices_kernel<kCta, kChunks, kPowerOfTwo, false, kAny, kChecked, true>;
 }
 
+// A 16-byte-row kernel of the given row kinds for group_threads: whole rows, or a SPEC §8 part.
+template <bool kPowerOfTwo, RowKinds kRows, bool kChecked>
+KernelFunction vector_kernel(int32_t group_threads, bool parts) {
+  constexpr int kChunks = Policy::kDefaultChunks;
+  static_assert(sizeof(Policy::kChunkChoices) / sizeof(Policy::kChunkChoices[0]) == 1 &&
+                    Policy::kChunkChoices[0] == kChunks,
+                "one chunk count is compiled");
+  return parts ? kernel_for_group<kChunks, kPowerOfTwo, true, kRows, kChecked, true>(group_threads)
+               : kernel_for_group<kChunks, kPowerOfTwo, true, kRows, kChecked, false>(group_threads);
+}
+
 // The common path (power-of-two blocks, 16-byte rows) is specialised by the step's row kinds:
 // a decode-only launch, whole or a SPEC §8 part, runs a kernel of half the code (a prefill-only
 // one takes prefill_rows_kernel before it gets here); other parts take the general kernel of
 // both row kinds.
 KernelFunction select_kernel(const LaunchShape& shape, bool power_of_two, bool vec4, RowKinds rows, bool parts) {
-  constexpr int kChunks = Policy::kDefaultChunks;
-  if (!vec4) {
-    return power_of_two ? scalar_kernel<true, false>(shape.group_threads)
-                        : scalar_kernel<false, false>(shape.group_threads);
-  }
-  if (!power_of_two) {
-    return parts ? kernel_for_group<kChunks, false, true, RowKinds::kBoth, false, true>(shape.group_threads)
-                 : kernel_for_group<kChunks, false, true, RowKinds::kBoth>(shape.group_threads);
-  }
-  static_assert(sizeof(Policy::kChunkChoices) / sizeof(Policy::kChunkChoices[0]) == 1 &&
-                    Policy::kChunkChoices[0] == kChunks,
-                "one chunk count is compiled");
-  if (rows == RowKinds::kDecode) {
-    return parts ? kernel_for_group<kChunks, true, true, RowKinds::kDecode, false, true>(shape.group_threads)
-                 : kernel_for_group<kChunks, true, true, RowKinds::kDecode>(shape.group_threads);
-  }
-  return parts ? kernel_for_group<kChunks, true, true, RowKinds::kBoth, false, true>(shape.group_threads)
-               : kernel_for_group<kChunks, true, true, RowKinds::kBoth>(shape.group_threads);
+  const int32_t g = shape.group_threads;
+  if (!vec4) return power_of_two ? scalar_kernel<true, false>(g) : scalar_kernel<false, false>(g);
+  if (!power_of_two) return vector_kernel<false, RowKinds::kBoth, false>(g, parts);
+  return rows == RowKinds::kDecode ? vector_kernel<true, RowKinds::kDecode, false>(g, parts)
+                                   : vector_kernel<true, RowKinds::kBoth, false>(g, parts);
 }
 
 // The run-time-sizes kernels (SPEC §7): decode-only when the capacities allow no prefill row
@@ -414,22 +412,17 @@ KernelFunction select_kernel(const LaunchShape& shape, bool power_of_two, bool v
 // blocks of other sizes) serve both forms in one kernel.
 KernelFunction select_checked_kernel(const LaunchShape& shape, bool power_of_two, bool vec4, RowKinds rows,
                                      bool parts) {
-  constexpr int kChunks = Policy::kDefaultChunks;
-  if (!vec4) {
-    return power_of_two ? scalar_kernel<true, true>(shape.group_threads)
-                        : scalar_kernel<false, true>(shape.group_threads);
+  const int32_t g = shape.group_threads;
+  if (!vec4) return power_of_two ? scalar_kernel<true, true>(g) : scalar_kernel<false, true>(g);
+  if (!power_of_two) {
+    return kernel_for_group<Policy::kDefaultChunks, false, true, RowKinds::kBoth, true, true>(g);
   }
-  if (!power_of_two) return kernel_for_group<kChunks, false, true, RowKinds::kBoth, true, true>(shape.group_threads);
-  if (rows == RowKinds::kDecode) {
-    return parts ? kernel_for_group<kChunks, true, true, RowKinds::kDecode, true, true>(shape.group_threads)
-                 : kernel_for_group<kChunks, true, true, RowKinds::kDecode, true>(shape.group_threads);
+  switch (rows) {
+    case RowKinds::kDecode: return vector_kernel<true, RowKinds::kDecode, true>(g, parts);
+    case RowKinds::kPrefill: return vector_kernel<true, RowKinds::kPrefill, true>(g, parts);
+    case RowKinds::kBoth: break;
   }
-  if (rows == RowKinds::kPrefill) {
-    return parts ? kernel_for_group<kChunks, true, true, RowKinds::kPrefill, true, true>(shape.group_threads)
-                 : kernel_for_group<kChunks, true, true, RowKinds::kPrefill, true>(shape.group_threads);
-  }
-  return parts ? kernel_for_group<kChunks, true, true, RowKinds::kBoth, true, true>(shape.group_threads)
-               : kernel_for_group<kChunks, true, true, RowKinds::kBoth, true>(shape.group_threads);
+  return vector_kernel<true, RowKinds::kBoth, true>(g, parts);
 }
 
 template <bool kParts>
