@@ -297,9 +297,9 @@ DSV4_HD DSV4_INLINE int32_t row_length(const MixedSparseIndicesArgs& a, const Ro
 template <typename Buffer, typename LoadPass, typename FinishPass>
 DSV4_HD DSV4_INLINE void run_pipelined_passes(int32_t rank, int32_t chunks, int32_t pass_stride, int32_t readable,
                                               Buffer& va, Buffer& vb, const LoadPass& load_pass,
-                                              const FinishPass& finish_pass) {
+                                              const FinishPass& finish_pass, bool second_loaded = false) {
   for (int32_t first = rank; first < chunks; first += 2 * pass_stride) {
-    if (first + pass_stride < chunks) load_pass(first + pass_stride, readable, vb);
+    if (first + pass_stride < chunks && !(second_loaded && first == rank)) load_pass(first + pass_stride, readable, vb);
     finish_pass(first, va);
     if (first + pass_stride >= chunks) break;
     if (first + 2 * pass_stride < chunks) load_pass(first + 2 * pass_stride, readable, va);
@@ -432,7 +432,16 @@ DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArg
   };
   int32_t va[kChunks][4] = {};
   int32_t vb[kChunks][4] = {};
-  load_pass(rank, min_i32(share.start.compressed_width, 4 * compressed_chunks), va);
+  const int32_t readable_before_plan = min_i32(share.start.compressed_width, 4 * compressed_chunks);
+  load_pass(rank, readable_before_plan, va);
+#if defined(DSV4_EARLY_SECOND_PASS) && DSV4_EARLY_SECOND_PASS
+  // Trial: the second pass's inputs too before the plan, whatever the row's count (the first
+  // rows of a request read columns they then write as -1).
+  const bool second_loaded = rank + pass < compressed_chunks;
+  if (second_loaded) load_pass(rank + pass, readable_before_plan, vb);
+#else
+  const bool second_loaded = false;
+#endif
   share.plan = plan_row<kChecked>(a, share.start);
   // Unchecked: unreachable after validation, memory-safe all the same. Checked: a row whose
   // metadata breaks the checks.
@@ -451,8 +460,14 @@ DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArg
       if (i < compressed_chunks) finish_prefill_compressed_chunk(a, p, 4 * i, v[b], compressed_out, errors);
     }
   };
-  run_pipelined_passes(rank, compressed_chunks, pass, count, va, vb, load_pass, finish_pass);
+#if defined(DSV4_WINDOW_FIRST) && DSV4_WINDOW_FIRST
+  // Trial: the window's stores while the compressed inputs are in flight.
   if (Columns::first(a) == 0) build_prefill_window(a, p, out, rank, group_threads, errors);
+  run_pipelined_passes(rank, compressed_chunks, pass, count, va, vb, load_pass, finish_pass, second_loaded);
+#else
+  run_pipelined_passes(rank, compressed_chunks, pass, count, va, vb, load_pass, finish_pass, second_loaded);
+  if (Columns::first(a) == 0) build_prefill_window(a, p, out, rank, group_threads, errors);
+#endif
   return share;
 }
 
