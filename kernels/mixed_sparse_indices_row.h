@@ -297,9 +297,9 @@ DSV4_HD DSV4_INLINE int32_t row_length(const MixedSparseIndicesArgs& a, const Ro
 template <typename Buffer, typename LoadPass, typename FinishPass>
 DSV4_HD DSV4_INLINE void run_pipelined_passes(int32_t rank, int32_t chunks, int32_t pass_stride, int32_t readable,
                                               Buffer& va, Buffer& vb, const LoadPass& load_pass,
-                                              const FinishPass& finish_pass, bool second_loaded = false) {
+                                              const FinishPass& finish_pass) {
   for (int32_t first = rank; first < chunks; first += 2 * pass_stride) {
-    if (first + pass_stride < chunks && !(second_loaded && first == rank)) load_pass(first + pass_stride, readable, vb);
+    if (first + pass_stride < chunks) load_pass(first + pass_stride, readable, vb);
     finish_pass(first, va);
     if (first + pass_stride >= chunks) break;
     if (first + 2 * pass_stride < chunks) load_pass(first + 2 * pass_stride, readable, va);
@@ -432,30 +432,7 @@ DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArg
   };
   int32_t va[kChunks][4] = {};
   int32_t vb[kChunks][4] = {};
-  const int32_t readable_before_plan = min_i32(share.start.compressed_width, 4 * compressed_chunks);
-  // Trial: DSV4_CHUNKS_BEFORE_PLAN of the first pass's kChunks chunks are loaded before the
-  // plan (default all), the rest after it, below the row's count.
-#if !defined(DSV4_CHUNKS_BEFORE_PLAN)
-#define DSV4_CHUNKS_BEFORE_PLAN kChunks
-#endif
-  constexpr int kBefore = DSV4_CHUNKS_BEFORE_PLAN;
-  const auto load_first_pass_chunks = [&](int b0, int b1, int32_t readable) {
-    DSV4_UNROLL
-    for (int b = b0; b < b1; ++b) {
-      const int32_t j0 = 4 * (rank + b * group_threads);
-      if (j0 >= readable) {
-        DSV4_UNROLL
-        for (int e = 0; e < 4; ++e) va[b][e] = -1;
-      } else if (j0 + 4 <= readable) {
-        load_stream4(in + j0, va[b]);
-      } else {
-        DSV4_UNROLL
-        for (int e = 0; e < 4; ++e) va[b][e] = j0 + e < readable ? load_input(in + j0 + e) : -1;
-      }
-    }
-  };
-  load_first_pass_chunks(0, kBefore, readable_before_plan);
-  const bool second_loaded = false;
+  load_pass(rank, min_i32(share.start.compressed_width, 4 * compressed_chunks), va);
   share.plan = plan_row<kChecked>(a, share.start);
   // Unchecked: unreachable after validation, memory-safe all the same. Checked: a row whose
   // metadata breaks the checks.
@@ -465,7 +442,6 @@ DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArg
   }
   const RowPlan& p = share.plan;
   const int32_t count = p.compressed_count;
-  if constexpr (kBefore < kChunks) load_first_pass_chunks(kBefore, kChunks, min_i32(readable_before_plan, count));
   int32_t* out = share.start.out;
   int32_t* compressed_out = out + (a.window - Columns::shift(a));  // column W's place
   const auto finish_pass = [&](int32_t first, int32_t(&v)[kChunks][4]) {
@@ -475,7 +451,7 @@ DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArg
       if (i < compressed_chunks) finish_prefill_compressed_chunk(a, p, 4 * i, v[b], compressed_out, errors);
     }
   };
-  run_pipelined_passes(rank, compressed_chunks, pass, count, va, vb, load_pass, finish_pass, second_loaded);
+  run_pipelined_passes(rank, compressed_chunks, pass, count, va, vb, load_pass, finish_pass);
   if (Columns::first(a) == 0) build_prefill_window(a, p, out, rank, group_threads, errors);
   return share;
 }
