@@ -112,6 +112,25 @@ __device__ __forceinline__ uint32_t dispatch_cta(int32_t num_decode_tokens) {
   return cta_of_block(blockIdx.x, gridDim.x, decode_ctas);
 }
 
+// A launch of both row kinds on the fast path builds a CTA without decode rows (all but the
+// one that straddles D) with the prefill-only code: the code of both kinds, compiled as one,
+// took ~1.6 us longer a C4A build in a mixed step graph on the same prefill rows (Nsight:
+// more cycles per instruction, the lookups' addresses reshaped by register pressure;
+// bench/results/2026-12-04-h200-checks-off-chain/).
+template <int kGroupThreads, int kChunks, bool kPowerOfTwo, bool kVec4, RowKinds kRows, bool kChecked, bool kParts>
+__device__ __forceinline__ void build_cta(const MixedSparseIndicesArgs& args) {
+  const uint32_t cta = dispatch_cta<kGroupThreads, kRows>(args.num_decode_tokens);
+#if !defined(DSV4_NO_PREFILL_CTAS)
+  if constexpr (kRows == RowKinds::kBoth && kPowerOfTwo && kVec4) {
+    if (static_cast<int64_t>(cta) * (kCta / kGroupThreads) >= args.num_decode_tokens) {
+      build_cta_rows<kGroupThreads, kChunks, kPowerOfTwo, kVec4, RowKinds::kPrefill, kChecked, kParts>(args, cta);
+      return;
+    }
+  }
+#endif
+  build_cta_rows<kGroupThreads, kChunks, kPowerOfTwo, kVec4, kRows, kChecked, kParts>(args, cta);
+}
+
 template <int kGroupThreads, int kChunks, bool kPowerOfTwo, bool kVec4, RowKinds kRows, bool kChecked = false,
           bool kParts = false>
 __global__ void __launch_bounds__(kCta, Policy::min_ctas_per_sm(kChunks)) mixed_sparse_indices_kernel(const MixedSparseIndicesArgs args) {
@@ -119,9 +138,9 @@ __global__ void __launch_bounds__(kCta, Policy::min_ctas_per_sm(kChunks)) mixed_
   if constexpr (kChecked) {
     MixedSparseIndicesArgs step = args;  // the capacities replaced by the step's sizes
     resolve_run_time_sizes(step);
-    build_cta_rows<kGroupThreads, kChunks, kPowerOfTwo, kVec4, kRows, true, kParts>(step, dispatch_cta<kGroupThreads, kRows>(step.num_decode_tokens));
+    build_cta<kGroupThreads, kChunks, kPowerOfTwo, kVec4, kRows, true, kParts>(step);
   } else {
-    build_cta_rows<kGroupThreads, kChunks, kPowerOfTwo, kVec4, kRows, false, kParts>(args, dispatch_cta<kGroupThreads, kRows>(args.num_decode_tokens));
+    build_cta<kGroupThreads, kChunks, kPowerOfTwo, kVec4, kRows, false, kParts>(args);
   }
 }
 
