@@ -113,21 +113,20 @@ __device__ __forceinline__ uint32_t dispatch_cta(int32_t num_decode_tokens) {
 }
 
 // A launch of both row kinds on the fast path builds a CTA without decode rows (all but the
-// one that straddles D) with the prefill-only code: the code of both kinds, compiled as one,
-// took ~1.6 us longer a C4A build in a mixed step graph on the same prefill rows (Nsight:
-// more cycles per instruction, the lookups' addresses reshaped by register pressure;
-// bench/results/2026-12-04-h200-checks-off-chain/).
+// one that straddles D) with the prefill-only code (the choice is the CTA's, so its barriers
+// stay uniform). Compiled as one, the code of both kinds ran the same prefill rows slower:
+// ~1.6 us a C4A build in a mixed step graph (Nsight: more cycles per instruction;
+// bench/results/2026-12-04-h200-checks-off-chain/); this way the planned Flash C4A build with
+// 32 decodes took 11.87-11.98 us against 12.33-12.35 (bench/results/2026-12-04-h200-prefill-ctas/).
 template <int kGroupThreads, int kChunks, bool kPowerOfTwo, bool kVec4, RowKinds kRows, bool kChecked, bool kParts>
 __device__ __forceinline__ void build_cta(const MixedSparseIndicesArgs& args) {
   const uint32_t cta = dispatch_cta<kGroupThreads, kRows>(args.num_decode_tokens);
-#if !defined(DSV4_NO_PREFILL_CTAS)
   if constexpr (kRows == RowKinds::kBoth && kPowerOfTwo && kVec4) {
     if (static_cast<int64_t>(cta) * (kCta / kGroupThreads) >= args.num_decode_tokens) {
       build_cta_rows<kGroupThreads, kChunks, kPowerOfTwo, kVec4, RowKinds::kPrefill, kChecked, kParts>(args, cta);
       return;
     }
   }
-#endif
   build_cta_rows<kGroupThreads, kChunks, kPowerOfTwo, kVec4, kRows, kChecked, kParts>(args, cta);
 }
 
