@@ -180,6 +180,39 @@ TEST(CudaStep, EverySharingModeMatchesTheReference) {
   }
 }
 
+// A launch of both row kinds builds its CTAs without decode rows with the prefill-only code
+// (kernels' build_cta): the decode rows end one row before, at and one row past a CTA's rows,
+// and past two CTAs, for every compiled group size (forced), whole steps in every SPEC §8 mode.
+TEST(CudaStep, DecodeRowsEndingAroundACtaBoundaryMatchTheReference) {
+  if (!opt::cuda_device_present()) GTEST_SKIP() << "no CUDA device";
+  for (int32_t group = MixedSparseIndicesPolicy::kMinGroupThreads; group <= MixedSparseIndicesPolicy::kCtaThreads;
+       group *= 2) {
+    harness::DifferentialOptions options;
+    options.backends = {opt::Backend::kCuda};
+    options.modes = {opt::SharingMode::kSeed, opt::SharingMode::kSplit, opt::SharingMode::kTailOnly};
+    options.make_builder = [group](opt::Backend) {
+      return opt::make_cuda_builder(nullptr, size_t{1} << 20, kernels::LaunchShape{group, MixedSparseIndicesPolicy::kDefaultChunks});
+    };
+    const int32_t rows_per_cta = MixedSparseIndicesPolicy::kCtaThreads / group;
+    for (int32_t decodes : {rows_per_cta - 1, rows_per_cta, rows_per_cta + 1, 2 * rows_per_cta + 1}) {
+      if (decodes < 1) continue;
+      harness::StepShape shape;
+      shape.num_decodes = decodes;
+      shape.decode_context = 3000;
+      shape.num_prefills = 2;
+      shape.prefill_tokens_each = 3 * rows_per_cta + 5;  // several prefill CTAs, the last one partial
+      shape.prefill_context = 2500;
+      shape.seed = static_cast<uint64_t>(100 * group + decodes);
+      harness::StepCase c;
+      c.step = harness::make_step(shape);
+      c.schedule = ref::deepseek_v4_flash();
+      c.schedule.compress_ratios.resize(8);  // every kind, hits of each
+      c.c4a_per_layer = harness::make_c4a_indexer_outputs(c.step, c.schedule, shape.seed);
+      EXPECT_TRUE(agrees(harness::differential_check(c, options))) << "group " << group << ", " << decodes << " decodes";
+    }
+  }
+}
+
 // The legacy default stream (nullptr) works too, and a workspace that starts tiny grows.
 TEST(CudaBuilder, DefaultStreamAndGrowingWorkspace) {
   if (!opt::cuda_device_present()) GTEST_SKIP() << "no CUDA device";
