@@ -315,6 +315,7 @@ TEST_P(StepGraphTest, PrefillGraphsWithoutDecodeCapacityReplayLikeTheReference) 
         ASSERT_TRUE(mismatches.empty()) << where << ": " << harness::format_mismatch(mismatches.front());
         std::mt19937_64 rng(60 + static_cast<uint64_t>(chains));
         for (int replay = 0; replay <= 6; ++replay) {
+          buffers.host() = valid;  // each corruption starts from the valid step, not the last one
           harness::PersistentBuild broken{buffers.reference_inputs(0), valid.sizes};
           std::string what = "num_decode_tokens = 1 (run-time size)";
           if (replay < 6) {
@@ -322,7 +323,6 @@ TEST_P(StepGraphTest, PrefillGraphsWithoutDecodeCapacityReplayLikeTheReference) 
           } else {
             broken.sizes.num_decode_tokens = 1;
           }
-          buffers.host() = valid;
           upload_metadata(buffers, broken);
           mismatches = harness::replay_and_compare(graph, buffers, schedule);
           ASSERT_TRUE(mismatches.empty()) << where << ", " << what << ": " << harness::format_mismatch(mismatches.front());
