@@ -3,7 +3,7 @@
 # instance of every backend-parametrized test, and the CUDA-only ones), `dsv4 verify` on both
 # backends in every SPEC §8 mode, the shipped captures replayed, and compute-sanitizer
 # memcheck, racecheck and synccheck over the CUDA tests (the properties with 20 cases each).
-# Logs and summary.txt go to OUTDIR.
+# Logs and summary.txt go to OUTDIR (ARCHIVE=1: the logs end up in OUTDIR/logs.tar.gz).
 # PHASES (optional): tests (the build, GPU tests, verify and captures), sanitizers (the build
 # and the sanitizer runs) or all (default): for device calls too short for both.
 # DEPS (optional): a folder with usr/ holding RapidCheck, nlohmann_json and CLI11 (unpacked
@@ -92,4 +92,10 @@ for name in "${sanitizers[@]}"; do
   step "compute-sanitizer ${name#sanitizer_}" \
     "$(verdict "$name") ($(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/$name.log" | tail -1); $(grep -E '^\[  (PASSED|FAILED) ' "$out/$name.log" | tr '\n' ' '))"
 done
+# ARCHIVE=1: every file but summary.txt into OUTDIR/logs.tar.gz (a device call returns a
+# limited number of files: ~40 logs and exit codes would be cut).
+if [ -n "${ARCHIVE:-}" ]; then
+  (cd "$out" && find . -type f ! -name summary.txt ! -name logs.tar.gz ! -name .archived -print0 > .archived &&
+    tar czf logs.tar.gz --null -T .archived && xargs -0 rm -f < .archived && rm -f .archived)
+fi
 exit $status
