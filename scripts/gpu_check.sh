@@ -42,8 +42,8 @@ replay_captures() {
   return $rc
 }
 # 200 replays of a step graph per test: the longest runs under the sanitizers (H200, memcheck:
-# Flash 181 s, Pro over 290 s), so each gets a process of its own; memcheck over the other
-# optimized tests takes over 290 s in one process and runs as 4 gtest shards.
+# Flash 181 s, Pro over 290 s), so each gets a process of its own; memcheck and racecheck over
+# the other optimized tests take over 270 s in one process and run as 4 gtest shards.
 graph_replays='Cuda/StepGraphTest.*ReplaysOfRandomDecodeSteps*'
 sanitize() {  # sanitize TOOL EXE FILTER NAME [SHARD SHARDS]
   local tool=$1 exe=$2 filter=$3 name=$4 leak=() shards=()
@@ -64,8 +64,10 @@ fi
 sanitizers=()
 for tool in memcheck racecheck synccheck; do
   [ "$phases" = tests ] && break
+  # memcheck and racecheck over the optimized tests take 270-400 s in one process beside the
+  # other runs (H200): 4 gtest shards each, so that the phase fits one device call with the tests.
   shards=1
-  [ "$tool" = memcheck ] && shards=4
+  [ "$tool" != synccheck ] && shards=4
   for ((shard = 0; shard < shards; ++shard)); do
     name="sanitizer_${tool}_optimized_tests"
     [ "$shards" -gt 1 ] && name+="_shard$shard"
