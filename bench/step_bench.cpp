@@ -467,9 +467,9 @@ harness::GraphStepBuffers& staged_graph_buffers(opt::Backend backend, const std:
   Run& r = run();
   const std::string key = std::string(backend == opt::Backend::kCuda ? "cuda/" : "cpu/") + model + "/" + shape.name() +
                           "/" + std::to_string(static_cast<int>(mode));
-  if (r.graph_key != key || !r.graph_buffers) {
+  if (r.graph_key != key) {
     r.graph_buffers.reset();  // one step's buffers at a time
-    r.graph_key.clear();
+    r.graph_key.clear();      // (staged again next time if staging throws)
     r.graph_buffers = graph_buffers(backend, model_schedule(model), shape, mode);
     r.graph_key = key;
   }
