@@ -119,6 +119,12 @@ DSV4_HD constexpr uint32_t cta_of_block(uint32_t block, uint32_t grid, uint32_t 
   return block < decode_ctas ? block : grid - 1 - (block - decode_ctas);
 }
 
+// The CTAs that hold decode rows when each CTA holds rows_per_cta rows: ceil(D / rows_per_cta)
+// (CTA c holds a decode row exactly when c < decode_ctas, rows being decode rows first).
+DSV4_HD constexpr uint32_t decode_ctas_of(int32_t num_decode_tokens, int32_t rows_per_cta) {
+  return static_cast<uint32_t>(num_decode_tokens / rows_per_cta + (num_decode_tokens % rows_per_cta != 0 ? 1 : 0));
+}
+
 // CTAs for num_tokens >= 0 rows: one per kCtaThreads / group_threads rows, every row at once
 // (no grid-stride loop: the hardware keeps as many CTAs resident as fit).
 constexpr int64_t grid_ctas(const LaunchShape& shape, int32_t num_tokens) {
