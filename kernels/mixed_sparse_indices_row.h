@@ -370,22 +370,14 @@ DSV4_HD DSV4_INLINE void finish_prefill_compressed_chunk(const MixedSparseIndice
   store_chunk<4>(compressed_out + j0, v);
 }
 
-// Thread `rank`'s window chunks of a prefill row on the fast path, after the row's
-// `compressed_chunks` (group_threads a power of two): the window's chunks continue the
-// compressed part's round (chunk k belongs to rank (compressed_chunks + k) mod group_threads),
-// so that no rank takes a window chunk while another has one chunk fewer (C128A after 120K:
-// 288 compressed chunks and 32 window chunks over 64 ranks, each rank 5 chunks, not 6 and 4).
-// Positions swa_start + c for c < swa_len, looked up in the SWA table, stored at out + c.
+// Thread `rank`'s window chunks (rank, rank + group_threads, ...) of a prefill row on the fast
+// path: positions swa_start + c for c < swa_len, looked up in the SWA table, stored at out + c.
+// (Continuing the compressed chunks' round over the ranks instead, so that C128A after 120K
+// takes 5 chunks a rank rather than 6 and 4, was 0.2 us slower on it and on Flash C4A 8K:
+// bench/results/2026-12-04-h200-window-rank-trial/.)
 DSV4_HD DSV4_INLINE void build_prefill_window(const MixedSparseIndicesArgs& a, const RowPlan& p, int32_t* out,
-                                              int32_t compressed_chunks, int32_t rank, int32_t group_threads,
-                                              int32_t* errors) {
-#if defined(DSV4_WINDOW_FROM_RANK0)  // trial switch: the window's chunks from rank 0
-  (void)compressed_chunks;
-  const int32_t first_chunk = rank;
-#else
-  const int32_t first_chunk = (rank - compressed_chunks) & (group_threads - 1);
-#endif
-  for (int32_t k = first_chunk; k < a.window / 4; k += group_threads) {
+                                              int32_t rank, int32_t group_threads, int32_t* errors) {
+  for (int32_t k = rank; k < a.window / 4; k += group_threads) {
     const int32_t c0 = 4 * k;
     int32_t v[4];
     const int32_t first = p.swa_start + c0;
@@ -414,7 +406,7 @@ DSV4_HD DSV4_INLINE bool fast_prefill_part(const MixedSparseIndicesArgs& a) {
 // bench/results/). kChecked (SPEC §7 run-time sizes, resolved into `a`): the metadata checked by
 // plan_row<true> as on the general path. Thread `rank` owns compressed chunks rank, rank + group_threads, ...
 // (in passes of kChunks, the next pass's inputs loaded before this one is translated, the
-// first pass's before the plan), then its window chunks (build_prefill_window). A part without compressed
+// first pass's before the plan), then window chunks the same way. A part without compressed
 // columns reads no top-k input.
 template <int kChunks, bool kParts = false, bool kChecked = false>
 DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArgs& a, int32_t t, int32_t rank,
@@ -463,7 +455,7 @@ DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArg
     }
   };
   run_pipelined_passes(rank, compressed_chunks, pass, count, va, vb, load_pass, finish_pass);
-  if (Columns::first(a) == 0) build_prefill_window(a, p, out, compressed_chunks, rank, group_threads, errors);
+  if (Columns::first(a) == 0) build_prefill_window(a, p, out, rank, group_threads, errors);
   return share;
 }
 
