@@ -117,34 +117,28 @@ __device__ __forceinline__ uint32_t dispatch_cta(int32_t num_decode_tokens) {
   return cta_of_block(blockIdx.x, gridDim.x, decode_ctas<kGroupThreads, kRows>(num_decode_tokens));
 }
 
-// CTA `cta` of a build whose first decode_ctas CTAs hold its decode rows. In a launch of both
-// row kinds on the fast path, a CTA without decode rows (all but the one that straddles D) runs
-// the prefill-only code (the choice is the CTA's, so its barriers stay uniform). Compiled as
-// one, the code of both kinds ran the same prefill rows slower: ~1.6 us a C4A build in a mixed
-// step graph (Nsight: more cycles per instruction; bench/results/2026-12-04-h200-checks-off-chain/);
-// this way the planned Flash C4A build with 32 decodes took 11.87-11.98 us against 12.33-12.35
-// (bench/results/2026-12-04-h200-prefill-ctas/).
+// The CTA of block blockIdx.x (dispatch_cta's), built. In an unchecked
+// launch of both row kinds on the fast path, a CTA without decode rows (all but the one that
+// straddles D) runs the prefill-only code (the choice is the CTA's, so its barriers stay
+// uniform). Compiled as one, the code of both kinds ran the same prefill rows slower (Nsight:
+// more cycles per instruction; bench/results/2026-12-04-h200-checks-off-chain/): this way the
+// planned Flash C4A build with 32 decodes took 11.87-11.98 us against 12.33-12.35
+// (bench/results/2026-12-04-h200-prefill-ctas/), the eager cached step of 32 decodes + 8K prefill
+// 245.0 us against 250.3 (Flash), 555.7 against 560.7 (Pro). Not in checked builds (step graphs)
+// nor in the SPEC §8 one-launch kernel: there the same choice made the mixed step graphs 3-12 us
+// slower (Flash 223.1 against 219.0, Pro 508.8 against 500.9) and Flash's eager split one-launch
+// step 254.5 against 242.9 (bench/results/2026-12-04-h200-prefill-ctas-where/).
 template <int kGroupThreads, int kChunks, bool kPowerOfTwo, bool kVec4, RowKinds kRows, bool kChecked, bool kParts>
-__device__ __forceinline__ void build_cta(const MixedSparseIndicesArgs& args, uint32_t cta, uint32_t decode_ctas) {
-#if !defined(DSV4_NO_PREFILL_CTAS)  // trial switch: every CTA of both row kinds' code
-  if constexpr (kRows == RowKinds::kBoth && kPowerOfTwo && kVec4) {
-    if (cta >= decode_ctas) {
+__device__ __forceinline__ void build_cta(const MixedSparseIndicesArgs& args) {
+  const uint32_t decode = decode_ctas<kGroupThreads, kRows>(args.num_decode_tokens);
+  const uint32_t cta = cta_of_block(blockIdx.x, gridDim.x, decode);
+  if constexpr (kRows == RowKinds::kBoth && kPowerOfTwo && kVec4 && !kChecked) {
+    if (cta >= decode) {  // no decode row in this CTA
       build_cta_rows<kGroupThreads, kChunks, kPowerOfTwo, kVec4, RowKinds::kPrefill, kChecked, kParts>(args, cta);
       return;
     }
   }
-#else
-  (void)decode_ctas;
-#endif
   build_cta_rows<kGroupThreads, kChunks, kPowerOfTwo, kVec4, kRows, kChecked, kParts>(args, cta);
-}
-
-// A launch of one build: its block's CTA (dispatch_cta), built by build_cta.
-template <int kGroupThreads, int kChunks, bool kPowerOfTwo, bool kVec4, RowKinds kRows, bool kChecked, bool kParts>
-__device__ __forceinline__ void build_dispatched_cta(const MixedSparseIndicesArgs& args) {
-  const uint32_t decode = decode_ctas<kGroupThreads, kRows>(args.num_decode_tokens);
-  build_cta<kGroupThreads, kChunks, kPowerOfTwo, kVec4, kRows, kChecked, kParts>(
-      args, cta_of_block(blockIdx.x, gridDim.x, decode), decode);
 }
 
 template <int kGroupThreads, int kChunks, bool kPowerOfTwo, bool kVec4, RowKinds kRows, bool kChecked = false,
@@ -154,9 +148,9 @@ __global__ void __launch_bounds__(kCta, Policy::min_ctas_per_sm(kChunks)) mixed_
   if constexpr (kChecked) {
     MixedSparseIndicesArgs step = args;  // the capacities replaced by the step's sizes
     resolve_run_time_sizes(step);
-    build_dispatched_cta<kGroupThreads, kChunks, kPowerOfTwo, kVec4, kRows, true, kParts>(step);
+    build_cta<kGroupThreads, kChunks, kPowerOfTwo, kVec4, kRows, true, kParts>(step);
   } else {
-    build_dispatched_cta<kGroupThreads, kChunks, kPowerOfTwo, kVec4, kRows, false, kParts>(args);
+    build_cta<kGroupThreads, kChunks, kPowerOfTwo, kVec4, kRows, false, kParts>(args);
   }
 }
 
@@ -180,9 +174,7 @@ __global__ void __launch_bounds__(kCta, Policy::min_ctas_per_sm(kChunks))
   // Several builds: a decode-only launch in block order, any other from its last CTA.
   const uint32_t cta = kRows == RowKinds::kDecode ? blockIdx.x : cta_of_block(blockIdx.x, gridDim.x, 0);
   const int b = build_of_cta(m, cta);
-  const MixedSparseIndicesArgs& build = m.builds[b];
-  build_cta<kGroupThreads, kChunks, kPowerOfTwo, kVec4, kRows, false, true>(
-      build, cta - m.first_cta[b], decode_ctas_of(build.num_decode_tokens, kCta / kGroupThreads));
+  build_cta_rows<kGroupThreads, kChunks, kPowerOfTwo, kVec4, kRows, false, true>(m.builds[b], cta - m.first_cta[b]);
 }
 
 // SPEC §7 status of a step's metadata: the threads of one CTA (any size) check every request
