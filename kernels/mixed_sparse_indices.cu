@@ -64,7 +64,7 @@ __device__ __forceinline__ int32_t group_sum(int32_t value) {
 // kernel's whole life: grid = ceil(T / rows per CTA), no grid-stride loop, so every row's
 // dependent loads (token_to_req -> request metadata -> block table) are in flight at once as
 // far as CTAs fit, and the hardware fills the SMs as CTAs finish (block b builds CTA
-// dispatch_cta(b): the heaviest rows first).
+// cta_of_block(b), chosen in build_cta: the heaviest rows first).
 // Within a row, thread `rank` handles chunks rank, rank + kGroupThreads, ... in passes of
 // kChunks (kVec4: 16-byte chunks, consecutive ranks store consecutive 16 bytes), the first
 // pass's input loads issued before the row's plan (build_row_share). kPowerOfTwo: both block
@@ -110,18 +110,12 @@ __device__ __forceinline__ uint32_t decode_ctas(int32_t num_decode_tokens) {
                                        : decode_ctas_of(num_decode_tokens, kCta / kGroupThreads);
 }
 
-// The CTA block blockIdx.x builds (cta_of_block): a launch's decode CTAs first, then its
-// prefill CTAs from the last.
-template <int kGroupThreads, RowKinds kRows>
-__device__ __forceinline__ uint32_t dispatch_cta(int32_t num_decode_tokens) {
-  return cta_of_block(blockIdx.x, gridDim.x, decode_ctas<kGroupThreads, kRows>(num_decode_tokens));
-}
-
-// The CTA of block blockIdx.x (dispatch_cta's), built. In an unchecked
-// launch of both row kinds on the fast path, a CTA without decode rows (all but the one that
-// straddles D) runs the prefill-only code (the choice is the CTA's, so its barriers stay
-// uniform). Compiled as one, the code of both kinds ran the same prefill rows slower (Nsight:
-// more cycles per instruction; bench/results/2026-12-04-h200-checks-off-chain/): this way the
+// Builds the CTA of block blockIdx.x (cta_of_block: a launch's decode CTAs first, then its
+// prefill CTAs from the last). In an unchecked launch of both row kinds on the fast path, a CTA
+// without decode rows (all but the one that straddles D) runs the prefill-only code (the choice
+// is the CTA's, so its barriers stay uniform). Compiled as one, the code of both kinds ran the
+// same prefill rows slower (Nsight: more cycles per instruction;
+// bench/results/2026-12-04-h200-checks-off-chain/): this way the
 // planned Flash C4A build with 32 decodes took 11.87-11.98 us against 12.33-12.35
 // (bench/results/2026-12-04-h200-prefill-ctas/), the eager cached step of 32 decodes + 8K prefill
 // 245.0 us against 250.3 (Flash), 555.7 against 560.7 (Pro). Not in checked builds (step graphs)
@@ -161,7 +155,7 @@ __global__ void __launch_bounds__(kCta, Policy::min_ctas_per_sm(Policy::kDefault
     prefill_rows_kernel(const PrefillRowsArgs args) {
   begin_after_prior_grid();
   build_cta_rows<kGroupThreads, Policy::kDefaultChunks, true, true, RowKinds::kPrefill, false, kParts>(
-      args.expand(), dispatch_cta<kGroupThreads, RowKinds::kPrefill>(0));
+      args.expand(), cta_of_block(blockIdx.x, gridDim.x, 0));  // no decode CTAs: from the last
 }
 
 // SPEC §8 one launch: several builds of one step, build b in its own range of CTAs (rows to
