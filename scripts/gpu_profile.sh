@@ -8,6 +8,10 @@
 # CASE: a kernel_bench name below cuda/ (default: kernel_planned/flash/C4A/prefill8K
 # kernel_planned/flash/C128A/prefill8K_ctx120K kernel/flash/SWA-only/decode64_ctx8K). Writes
 # OUTDIR/ncu_<case>.txt (the report) and .ncu-rep (for the Nsight Compute GUI), build.log.
+# PEER=1: the Triton peer too, on the same inputs (bench_inputs), each case's build profiled
+# the same way beside ours (OUTDIR/ncu_peer_<model>_<kind>_<case>.*): its engine kernel (no
+# error count), one timed call after an L2 flush, as run_peer.py times it. Needs python3 with
+# torch and triton.
 set -uo pipefail
 out=${1:?usage: gpu_profile.sh OUTDIR [CASE...]}
 shift
@@ -22,13 +26,21 @@ cd "$(dirname "$0")/.." || exit 2
 deps_from_env
 { cmake -S . -B build-profile -G Ninja -DCMAKE_BUILD_TYPE=Release -DDSV4_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES=90 "${deps_args[@]}" &&
-  cmake --build build-profile -j "$(nproc)" --target kernel_bench; } > "$out/build.log" 2>&1 ||
+  cmake --build build-profile -j "$(nproc)" --target kernel_bench bench_inputs; } > "$out/build.log" 2>&1 ||
   { tail -40 "$out/build.log"; exit 1; }
 # The builds' kernels only (not the L2 flush, head-start or plan-writing launches' helpers);
 # the first launches of a case check it against the reference and, planned, write its plan:
 # skip them and profile one timed launch.
 kernels='regex:(mixed_sparse_indices_kernel|prefill_rows_kernel|decode_chunk_kernel|multi_build_kernel)'
 status=0
+summarize() {  # summarize LABEL NAME: the report's headline metrics on one line
+  echo "== ncu $1: $(grep -E '^  [_a-zA-Z0-9]+kernel|Duration|Executed Ipc A|Issue Slots Busy|DRAM Throughput|Achieved Occupancy|Registers Per|Memory Throughput|L2 Hit Rate|Warp Cycles Per Issued' \
+    "$out/ncu_$2.txt" | tr -s ' ' | tr '\n' ';' | cut -c1-700)"
+}
+if [ "${PEER:-0}" = 1 ]; then
+  ./build-profile/bench/bench_inputs --out build-profile/peer_inputs > "$out/bench_inputs.log" 2>&1 ||
+    { echo "bench_inputs failed"; tail -20 "$out/bench_inputs.log"; status=1; }
+fi
 for c in "${cases[@]}"; do
   name=$(echo "$c" | tr / _)
   timeout 240 ncu --clock-control none --set full --import-source yes -k "$kernels" -s 6 -c 1 \
@@ -37,7 +49,19 @@ for c in "${cases[@]}"; do
   rc=$?
   [ "$rc" = 0 ] || status=1
   ncu --import "$out/ncu_$name.ncu-rep" --page details > "$out/ncu_$name.txt" 2>&1
-  echo "== ncu $c rc=$rc: $(grep -E '^  [a-z_]+kernel|Duration|Executed Ipc A|Issue Slots Busy|DRAM Throughput|Achieved Occupancy|Registers Per' \
-    "$out/ncu_$name.txt" | tr -s ' ' | tr '\n' ';' | cut -c1-400)"
+  summarize "$c rc=$rc" "$name"
+  [ "${PEER:-0}" = 1 ] || continue
+  # The peer's launches of one config (run_peer.py, --reps 2): its check, its engine kernel's
+  # check, 3 warm-up + 2 timed calls counting errors, 3 warm-up + 2 timed engine calls: skip 10.
+  key=${c#*/}
+  peer_name="peer_$(echo "$key" | tr / _)"
+  [ -f "$out/ncu_$peer_name.ncu-rep" ] && continue  # planned and unplanned: one peer build
+  timeout 240 ncu --clock-control none --set full --import-source yes -k 'regex:_mixed_sparse_indices_kernel' \
+    -s 10 -c 1 -o "$out/ncu_$peer_name" -f python3 bench/peer/run_peer.py --inputs build-profile/peer_inputs \
+    --out "$out/peer_run" --filter "^$key\$" --reps 2 > "$out/ncu_$peer_name.log" 2>&1
+  rc=$?
+  [ "$rc" = 0 ] || status=1
+  ncu --import "$out/ncu_$peer_name.ncu-rep" --page details > "$out/ncu_$peer_name.txt" 2>&1
+  summarize "peer $key rc=$rc" "$peer_name"
 done
 exit $status
