@@ -154,7 +154,8 @@ TEST(CudaBuilder, OneLaunchOfEveryShapeMatchesTheReference) {
 }
 
 // Whole steps in every SPEC §8 mode, with the cacheable builds in one launch, on the benchmark's
-// shapes, with programmatic launch on and off.
+// shapes (decode-only, mixed, and prefill-only: the prefill-rows kernel on Flash's and Pro's
+// C4A rows of 160 and 288 chunks, whole and as SPEC §8 parts), with programmatic launch on and off.
 TEST(CudaStep, EverySharingModeMatchesTheReference) {
   if (!opt::cuda_device_present()) GTEST_SKIP() << "no CUDA device";
   for (bool programmatic : {true, false}) {
@@ -167,7 +168,7 @@ TEST(CudaStep, EverySharingModeMatchesTheReference) {
       cuda.programmatic_launch = programmatic;
       return opt::make_cuda_builder(nullptr, cuda);
     };
-    for (const char* name : {"decode256_ctx32K", "decode32_prefill8K"}) {
+    for (const char* name : {"decode256_ctx32K", "decode32_prefill8K", "prefill1K"}) {
       harness::StepCase c;
       c.step = harness::make_step(bench::bench_case(name).shape);
       for (ref::ModelSchedule schedule : {ref::deepseek_v4_flash(), ref::deepseek_v4_pro()}) {
