@@ -286,7 +286,7 @@ ref::BuilderInputs random_builder_inputs(Rng& rng, const BuildLimits& shape) {
   in.ratio = pick(kRatios);
   in.topk = uniform(rng, 0, shape.max_topk);
   const int32_t R = uniform(rng, 0, shape.max_requests);
-  const int32_t decode_requests = shape.decode_only ? R : uniform(rng, 0, R);
+  const int32_t decode_requests = shape.decode_only ? R : shape.prefill_only ? 0 : uniform(rng, 0, R);
   in.query_start_loc = ref::IndexVector::Zero(R + 1);
   in.seq_lens = ref::IndexVector::Zero(R);
   for (int32_t r = 0; r < R; ++r) {

@@ -91,6 +91,7 @@ struct BuildLimits {
   int32_t max_topk = 24;
   bool corrupt = true;
   bool decode_only = false;  // every request a decode (the decode-only kernels)
+  bool prefill_only = false;  // every request a prefill (the prefill-rows kernels)
 };
 rc::Gen<ref::BuilderInputs> gen_builder_inputs(BuildLimits limits = {});
 // SPEC §7 below the step level: gen_builder_inputs with, per paged cache, a block span (none,

@@ -60,6 +60,24 @@ TEST_P(BuilderTest, DecodeOnlyBuildsMatchTheReference) {
   expect_random_builds(builder(), 8300, 20, wide);
 }
 
+// Prefill-only steps (on CUDA, with power-of-two blocks and 16-byte rows, the prefill-rows
+// kernel), and wide rows past 1024 16-byte chunks.
+TEST_P(BuilderTest, PrefillOnlyBuildsMatchTheReference) {
+  harness::BuildLimits prefills;
+  prefills.prefill_only = true;
+  prefills.max_requests = 8;
+  prefills.max_prefill_query = 30;
+  prefills.max_context = 60;  // early positions: rows whose compressed count ends inside a chunk
+  prefills.max_topk = 600;
+  expect_random_builds(builder(), 9000, 150, prefills);
+  harness::BuildLimits wide = prefills;  // rows up to 5128 columns
+  wide.max_requests = 3;
+  wide.max_prefill_query = 12;
+  wide.max_context = 30000;
+  wide.max_topk = 5000;
+  expect_random_builds(builder(), 9300, 20, wide);
+}
+
 // Without corruption a random build has no content error (and still matches).
 TEST_P(BuilderTest, ValidContentCountsNoErrors) {
   harness::BuildLimits valid;
