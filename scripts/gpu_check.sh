@@ -16,6 +16,8 @@ cd "$(dirname "$0")/.."
 mkdir -p "$out"
 # shellcheck source=scripts/deps_args.sh
 . scripts/deps_args.sh
+# shellcheck source=scripts/archive_outputs.sh
+. scripts/archive_outputs.sh
 deps_from_env
 status=0
 step() { echo "== $1: $2" | tee -a "$out/summary.txt"; }
@@ -94,10 +96,6 @@ for name in "${sanitizers[@]}"; do
   step "compute-sanitizer ${name#sanitizer_}" \
     "$(verdict "$name") ($(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/$name.log" | tail -1); $(grep -E '^\[  (PASSED|FAILED) ' "$out/$name.log" | tr '\n' ' '))"
 done
-# ARCHIVE=1: every file but summary.txt into OUTDIR/logs.tar.gz (a device call returns a
-# limited number of files: ~40 logs and exit codes would be cut).
-if [ -n "${ARCHIVE:-}" ]; then
-  (cd "$out" && find . -type f ! -name summary.txt ! -name logs.tar.gz ! -name .archived -print0 > .archived &&
-    tar czf logs.tar.gz --null -T .archived && xargs -0 rm -f < .archived && rm -f .archived)
-fi
+# ARCHIVE=1: ~40 logs and exit codes into OUTDIR/logs.tar.gz, summary.txt beside it.
+archive_outputs "$out" summary.txt
 exit $status

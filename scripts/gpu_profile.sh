@@ -11,7 +11,7 @@
 # PEER=1: the Triton peer too, on the same inputs (bench_inputs), each case's build profiled
 # the same way beside ours (OUTDIR/ncu_peer_<model>_<kind>_<case>.*): its engine kernel (no
 # error count), one timed call after an L2 flush, as run_peer.py times it. Needs python3 with
-# torch and triton.
+# torch and triton. ARCHIVE=1: everything packed into OUTDIR/logs.tar.gz, for a device call.
 set -uo pipefail
 out=${1:?usage: gpu_profile.sh OUTDIR [CASE...]}
 shift
@@ -23,6 +23,8 @@ out=$(cd "$out" && pwd)
 cd "$(dirname "$0")/.." || exit 2
 # shellcheck source=scripts/deps_args.sh
 . scripts/deps_args.sh
+# shellcheck source=scripts/archive_outputs.sh
+. scripts/archive_outputs.sh
 deps_from_env
 { cmake -S . -B build-profile -G Ninja -DCMAKE_BUILD_TYPE=Release -DDSV4_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES=90 "${deps_args[@]}" &&
@@ -64,4 +66,6 @@ for c in "${cases[@]}"; do
   ncu --import "$out/ncu_$peer_name.ncu-rep" --page details > "$out/ncu_$peer_name.txt" 2>&1
   summarize "peer $key rc=$rc" "$peer_name"
 done
+rm -rf "$out/peer_run"  # run_peer.py's timings of 2 calls under ncu: not results
+archive_outputs "$out"  # ARCHIVE=1: reports, logs and .ncu-rep files in logs.tar.gz
 exit $status

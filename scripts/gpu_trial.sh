@@ -5,7 +5,8 @@
 # or NAME:CUDA:CXX, where CUDA and CXX are compile flags (the compile definitions of a trial
 # patch in the working tree: CUDA for the kernels, CXX for host code such as kernel_bench).
 # kernel_bench checks every build against the reference before timing it, as always.
-# Writes OUTDIR/<variant>_<round>.{json,txt}, build_<variant>.log, compare.txt, nvidia-smi.txt.
+# Writes OUTDIR/<variant>_<round>.{json,txt}, build_<variant>.log, compare.txt, nvidia-smi.txt
+# (ARCHIVE=1: all but compare.txt packed into OUTDIR/logs.tar.gz, for a device call).
 # BENCH=step_bench runs step_bench instead (its steps check builder calls and content errors).
 # Usage: [DEPS=.deps/root] [BENCH=kernel_bench] [ROUNDS=2] [REPS=3] [TIMEOUT=150 (s a run)] scripts/gpu_trial.sh OUTDIR FILTER VARIANT...
 #   e.g. scripts/gpu_trial.sh /tmp/t 'cuda/kernel_planned/[^/]+/C4A/prefill8K/' base \
@@ -20,6 +21,8 @@ out=$(cd "$out" && pwd)
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/deps_args.sh
 . scripts/deps_args.sh
+# shellcheck source=scripts/archive_outputs.sh
+. scripts/archive_outputs.sh
 deps_from_env
 nvidia-smi > "$out/nvidia-smi.txt" 2>&1
 bench=${BENCH:-kernel_bench}
@@ -66,4 +69,5 @@ done
 python3 bench/compare_ab.py "${groups[@]}" > "$out/compare.txt" 2>&1 || status=1
 cat "$out/compare.txt"
 echo "total: $((SECONDS - start)) s"
+archive_outputs "$out" compare.txt  # ARCHIVE=1: the JSON, logs and nvidia-smi.txt in logs.tar.gz
 exit $status
