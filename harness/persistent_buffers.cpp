@@ -175,8 +175,12 @@ std::string corrupt_metadata(PersistentBuild& b, std::mt19937_64& rng) {
     }
     case 2:
       if (R > 0) {
+        // Small, huge, or one past the SWA table's capacity NB * B (the boundary of that check).
         const int32_t r = pick(R);
-        return set("seq_lens", r, in.seq_lens(r), pick(2) == 0 ? value(rng) : 1 << 30);
+        const int64_t capacity = int64_t{in.swa.block_table.cols()} * in.swa.block_size;
+        const int32_t past = static_cast<int32_t>(std::min<int64_t>(capacity + 1, INT32_MAX));
+        const int32_t kind = pick(3);
+        return set("seq_lens", r, in.seq_lens(r), kind == 0 ? value(rng) : kind == 1 ? 1 << 30 : past);
       }
       [[fallthrough]];
     case 3:
@@ -187,8 +191,12 @@ std::string corrupt_metadata(PersistentBuild& b, std::mt19937_64& rng) {
       return "num_decode_tokens = " + std::to_string(b.sizes.num_decode_tokens);
     default:
       if (D > 0 && in.decode_compressed_lens) {
+        // Far outside [0, Kd], or just outside it: -1 or Kd + 1 (the boundaries of that check).
         const int32_t t = pick(D);
-        return set("decode_compressed_lens", t, (*in.decode_compressed_lens)(t), value(rng) * 100 - 200);
+        const auto Kd = static_cast<int32_t>(in.decode_compressed.cols());
+        const int32_t kind = pick(3);
+        return set("decode_compressed_lens", t, (*in.decode_compressed_lens)(t),
+                   kind == 0 ? value(rng) * 100 - 200 : kind == 1 ? -1 : Kd + 1);
       }
       b.sizes.num_requests += value(rng) % 3 - 1;
       return "num_requests = " + std::to_string(b.sizes.num_requests);
