@@ -88,7 +88,9 @@ TEST(Validation, ScalarsBelowTheirMinimum) {
                    {[](F& f) { f.request.topk = -7; }, {"topk = -7"}},
                    {[](F& f) { f.request.swa.block_size = 0; }, {"swa.block_size = 0"}},
                    {[](F& f) { f.request.compressed.block_size = -5; }, {"compressed.block_size = -5"}},
-                   {[](F& f) { f.request.topk = INT_MAX; }, {"topk = 2147483647", "int32"}}});  // W + P
+                   {[](F& f) { f.request.topk = INT_MAX; }, {"topk = 2147483647", "int32"}},  // W + P
+                   // W + P fits int32, but not once P is rounded up to whole 16-byte chunks
+                   {[](F& f) { f.request.topk = INT_MAX - 6; }, {"topk = 2147483641", "int32"}}});
 }
 
 TEST(Validation, ViewShapes) {
@@ -125,6 +127,11 @@ TEST(Validation, ViewShapes) {
        {"output.row_stride = 6", "W + P_cap = 8"}},
       {[](F& f) {
          f.request.output.sparse_indices = f.output;
+         f.request.output.row_stride = 10;  // wide enough, but rows must start on 16 bytes
+       },
+       {"output.row_stride = 10", "multiple of 4"}},
+      {[](F& f) {
+         f.request.output.sparse_indices = f.output;
          f.request.output.row_stride = 8;
        },
        {"output.sparse_lens is null"}},
@@ -135,6 +142,11 @@ TEST(Validation, ViewShapes) {
          f.request.decode_swa_indices.rows = 5;
        },
        {"num_decode_tokens", "D = 5", "T = 3"}},
+      {[](F& f) {  // one past T
+         f.request.num_decode_tokens = 4;
+         f.request.decode_swa_indices.rows = 4;
+       },
+       {"num_decode_tokens", "D = 4", "exceeds T = 3"}},
       // Lens belong to the global form, validity to the local form.
       {[](F& f) { f.request.decode_compressed_lens = f.request.seq_lens; }, {"decode_compressed_lens", "decode_local = true"}},
       {[](F& f) { f.request.decode_local = false; }, {"decode_valid", "decode_local = false"}}});
@@ -160,6 +172,11 @@ TEST(Validation, RowParts) {
          f.request.output = OutputView{f.output, 0, f.output + 16};
        },
        {"output.row_stride = 0", "P_cap = 4"}},
+      {[](F& f) {  // wide enough for P_cap, but rows must start on 16 bytes
+         f.request.part = RowPart::kCompressed;
+         f.request.output = OutputView{f.output, 5, f.output + 16};
+       },
+       {"output.row_stride = 5", "multiple of 4", "P_cap = 4"}},
       {[](F& f) {
          f.request.part = RowPart::kTail;
          f.request.output = OutputView{f.output, 7, f.output + 24};
