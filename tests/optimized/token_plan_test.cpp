@@ -14,9 +14,12 @@
 #include "harness/counting_builder.h"
 #include "harness/generators.h"
 #include "harness/hand_cases.h"
+#include "harness/staged_request.h"
 #include "harness/step_factory.h"
 #include "optimized/backend_buffer.h"
+#include "optimized/step_index_cache.h"
 #include "optimized/step_indexer.h"
+#include "support/assertions.h"
 #include "support/backend_test.h"
 #include "support/expectations.h"
 #include "support/step_shapes.h"
@@ -332,6 +335,37 @@ TEST_P(TokenPlan, AStepsFirstBuildWritesThePlanItsLaterBuildsRead) {
         }
       }
     }
+  }
+}
+
+// The step's plan is read only by builds over the metadata that wrote it: a build whose
+// query_start_loc, seq_lens or token_to_req is another array (here a copy of the same values)
+// neither reads it nor writes another.
+TEST_P(TokenPlan, OnlyBuildsOfTheWritersMetadataReadIt) {
+  const ref::BuilderInputs in = harness::tiny_c4a();  // D = 1, T = 3: two prefill rows
+  const harness::StagedRequest staged(backend(), in);
+  const auto copy = [&](const ref::IndexVector& v) {
+    return opt::BackendBuffer::upload(backend(), std::vector<int32_t>(v.data(), v.data() + v.size()));
+  };
+  const opt::BackendBuffer qsl = copy(in.query_start_loc), seq_lens = copy(in.seq_lens), t2r = copy(in.token_to_req);
+  harness::CountingBuilder counting(builder());
+  opt::StepIndexCache cache(counting);
+  (void)cache.get_or_build(opt::LayerKind::kC4A, staged.request());  // writes the plan
+  (void)cache.get_or_build(opt::LayerKind::kC4A, staged.request());  // reads it
+  ASSERT_EQ(counting.token_plan_writes(), 1);
+  ASSERT_EQ(counting.token_plan_reads(), 1);
+  for (int field = 0; field < 3; ++field) {
+    opt::BuildRequest other = staged.request();
+    if (field == 0) other.query_start_loc = static_cast<const int32_t*>(qsl.data());
+    if (field == 1) other.seq_lens = static_cast<const int32_t*>(seq_lens.data());
+    if (field == 2) other.token_to_req = static_cast<const int32_t*>(t2r.data());
+    const opt::BuiltIndices built = cache.get_or_build(opt::LayerKind::kC4A, other);
+    EXPECT_EQ(counting.token_plan_reads(), 1) << "field " << field;
+    EXPECT_EQ(counting.token_plan_writes(), 1) << "field " << field;
+    (void)cache.take_content_errors();  // CUDA: the build is done
+    EXPECT_TRUE(same_matrix(ref::build_mixed_sparse_indices(in).sparse_indices,
+                            harness::download(backend(), built).sparse_indices))
+        << "field " << field;
   }
 }
 
