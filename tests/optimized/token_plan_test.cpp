@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "harness/backend_step.h"
+#include "harness/backend_upload.h"
 #include "harness/counting_builder.h"
 #include "harness/generators.h"
 #include "harness/hand_cases.h"
@@ -344,10 +345,10 @@ TEST_P(TokenPlan, AStepsFirstBuildWritesThePlanItsLaterBuildsRead) {
 TEST_P(TokenPlan, OnlyBuildsOfTheWritersMetadataReadIt) {
   const ref::BuilderInputs in = harness::tiny_c4a();  // D = 1, T = 3: two prefill rows
   const harness::StagedRequest staged(backend(), in);
-  const auto copy = [&](const ref::IndexVector& v) {
-    return opt::BackendBuffer::upload(backend(), std::vector<int32_t>(v.data(), v.data() + v.size()));
-  };
-  const opt::BackendBuffer qsl = copy(in.query_start_loc), seq_lens = copy(in.seq_lens), t2r = copy(in.token_to_req);
+  harness::BackendUploads copies(backend());
+  const int32_t* const qsl = copies.ints(in.query_start_loc.data(), in.query_start_loc.size());
+  const int32_t* const seq_lens = copies.ints(in.seq_lens.data(), in.seq_lens.size());
+  const int32_t* const t2r = copies.ints(in.token_to_req.data(), in.token_to_req.size());
   harness::CountingBuilder counting(builder());
   opt::StepIndexCache cache(counting);
   (void)cache.get_or_build(opt::LayerKind::kC4A, staged.request());  // writes the plan
@@ -356,9 +357,9 @@ TEST_P(TokenPlan, OnlyBuildsOfTheWritersMetadataReadIt) {
   ASSERT_EQ(counting.token_plan_reads(), 1);
   for (int field = 0; field < 3; ++field) {
     opt::BuildRequest other = staged.request();
-    if (field == 0) other.query_start_loc = static_cast<const int32_t*>(qsl.data());
-    if (field == 1) other.seq_lens = static_cast<const int32_t*>(seq_lens.data());
-    if (field == 2) other.token_to_req = static_cast<const int32_t*>(t2r.data());
+    if (field == 0) other.query_start_loc = qsl;
+    if (field == 1) other.seq_lens = seq_lens;
+    if (field == 2) other.token_to_req = t2r;
     const opt::BuiltIndices built = cache.get_or_build(opt::LayerKind::kC4A, other);
     EXPECT_EQ(counting.token_plan_reads(), 1) << "field " << field;
     EXPECT_EQ(counting.token_plan_writes(), 1) << "field " << field;
