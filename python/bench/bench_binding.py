@@ -107,6 +107,16 @@ def cases(framework, device, shapes, calls, repeats):
     schedule = reference.deepseek_v4_flash()
     sync = torch.cuda.synchronize if device is not None and device.type == "cuda" else None
     backend = "cuda" if sync else "host"
+    if framework == "torch":
+        # torch's own calls on this host, the floor beside build(): one Python call into torch's
+        # C++ that launches one kernel on CUDA (fill_ of one element), and the two tensors that
+        # build() without out= makes (torch.empty x2).
+        one = torch.empty(1, dtype=torch.int32, device=device)
+        base = dict(framework=framework, backend=backend, shape="floor", tokens=0, layer="-", calls=calls)
+        yield dict(base, case="torch fill_", **per_call_us(lambda: one.fill_(0), calls, repeats, sync))
+        yield dict(base, case="torch empty x2", **per_call_us(
+            lambda: (torch.empty((1, 640), dtype=torch.int32, device=device),
+                     torch.empty(1, dtype=torch.int32, device=device)), calls, repeats, sync))
     for shape_name, step in shapes.items():
         rng = np.random.default_rng(0)
         T, D = len(step["token_to_req"]), step["decode_swa_indices"].shape[0]

@@ -9,6 +9,8 @@ import sys
 
 BENCH = os.path.join(os.path.dirname(__file__), "..", "bench", "bench_binding.py")
 CASES = {"build", "build out=", "layer hit", "layer build", "Flash step cached", "Flash step uncached"}
+# torch's own calls on the same host, beside the binding's: the floor a torch user pays anyway
+FLOOR_CASES = {"torch fill_", "torch empty x2"}
 
 
 def test_every_case_runs_on_numpy_and_is_written(tmp_path):
@@ -27,3 +29,11 @@ def test_every_case_runs_on_numpy_and_is_written(tmp_path):
     except ImportError:
         assert "torch is not installed: torch cases skipped" in report["notes"]
         assert all(r["framework"] == "numpy" for r in report["results"])
+        return
+    torch_rows = [r for r in report["results"] if r["framework"] == "torch"]
+    for backend in {r["backend"] for r in torch_rows}:  # host (torch CPU), cuda where a device is
+        rows = [r for r in torch_rows if r["backend"] == backend]
+        for shape in ("0 tokens", "1 decode", "64 decodes"):
+            assert {r["case"] for r in rows if r["shape"] == shape} == CASES, (backend, shape)
+        assert {r["case"] for r in rows if r["shape"] == "floor"} == FLOOR_CASES, backend
+        assert all(r["us_median"] > 0 for r in rows)
