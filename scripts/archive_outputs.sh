@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the GPU scripts (gpu_check.sh, gpu_trial.sh, gpu_profile.sh). A device call brings
 # back at most 8 files of its output folder, so with ARCHIVE=1 every file of OUTDIR but the
 # ones named is packed into OUTDIR/logs.tar.gz (and removed).

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the GPU scripts (gpu_check.sh, gpu_sweep.sh, run_gpu_bench.sh): points CMake at a
 # carried DEPS folder for machines that cannot apt-get (unpacked Debian packages under
 # DIR/usr: librapidcheck-dev, nlohmann-json3-dev, libcli11-dev, ...).

@@ -12,7 +12,7 @@
 set -uo pipefail
 out=${1:?usage: gpu_check.sh OUTDIR [VERIFY_STEPS]}
 steps=${2:-10000}
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit
 mkdir -p "$out"
 # shellcheck source=scripts/deps_args.sh
 . scripts/deps_args.sh
@@ -68,12 +68,12 @@ for tool in memcheck racecheck synccheck; do
   [ "$phases" = tests ] && break
   # memcheck and racecheck over the optimized tests take 270-400 s in one process beside the
   # other runs (H200): 4 gtest shards each, so that the phase fits one device call with the tests.
-  shards=1
-  [ "$tool" != synccheck ] && shards=4
-  for ((shard = 0; shard < shards; ++shard)); do
+  shard_count=1
+  [ "$tool" != synccheck ] && shard_count=4
+  for ((shard = 0; shard < shard_count; ++shard)); do
     name="sanitizer_${tool}_optimized_tests"
-    [ "$shards" -gt 1 ] && name+="_shard$shard"
-    sanitize $tool optimized_tests "Cuda*:-$graph_replays" "$name" "$shard" "$shards" &
+    [ "$shard_count" -gt 1 ] && name+="_shard$shard"
+    sanitize $tool optimized_tests "Cuda*:-$graph_replays" "$name" "$shard" "$shard_count" &
     sanitizers+=("$name")
   done
   sanitize $tool property_tests 'Cuda*' "sanitizer_${tool}_property_tests" &

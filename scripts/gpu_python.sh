@@ -12,7 +12,7 @@ set -uo pipefail
 out=${1:?usage: gpu_python.sh OUTDIR [COMMIT]}
 commit=${2:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 runs=${RUNS:-2}
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit
 mkdir -p "$out"
 rm -f "$out/summary.txt"
 # shellcheck source=scripts/deps_args.sh

@@ -8,7 +8,7 @@ set -uo pipefail
 out=${1:?usage: gpu_sweep.sh OUTDIR}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit
 # shellcheck source=scripts/deps_args.sh
 . scripts/deps_args.sh
 deps_from_env

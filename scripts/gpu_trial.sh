@@ -18,7 +18,7 @@ shift 2
 [ $# -ge 1 ] || { echo "gpu_trial.sh: name at least one variant" >&2; exit 2; }
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit
 # shellcheck source=scripts/deps_args.sh
 . scripts/deps_args.sh
 # shellcheck source=scripts/archive_outputs.sh
