@@ -495,7 +495,7 @@ void check_step_structure(const ref::Step& step, const Manifest& m, const Source
                                          (m.version < 2 ? "" : " or more") + ": " + r_is);
     }
   }
-  const int64_t capacity = int64_t{step.swa.block_table.cols()} * step.swa.block_size;
+  const int64_t capacity = step.swa.row_capacity();
   for (Eigen::Index r = 0; r < R; ++r) {
     if (step.seq_lens(r) > capacity) {
       Sources::fail(src.file("seq_lens"), "seq_lens[" + std::to_string(r) + "] = " + std::to_string(step.seq_lens(r)) +

@@ -177,8 +177,7 @@ std::string corrupt_metadata(PersistentBuild& b, std::mt19937_64& rng) {
       if (R > 0) {
         // Small, huge, or one past the SWA table's capacity NB * B (the boundary of that check).
         const int32_t r = pick(R);
-        const int64_t capacity = int64_t{in.swa.block_table.cols()} * in.swa.block_size;
-        const int32_t past = static_cast<int32_t>(std::min<int64_t>(capacity + 1, INT32_MAX));
+        const int32_t past = static_cast<int32_t>(std::min<int64_t>(in.swa.row_capacity() + 1, INT32_MAX));
         const int32_t kind = pick(3);
         return set("seq_lens", r, in.seq_lens(r), kind == 0 ? value(rng) : kind == 1 ? 1 << 30 : past);
       }

@@ -115,7 +115,7 @@ void validate_builder_inputs(const BuilderInputs& in) {
   // The step's layout.
   validate_step_structure(in.query_start_loc, in.seq_lens, in.token_to_req);
   for (int32_t r = 0; r < R; ++r) {
-    const int64_t capacity = int64_t{in.swa.block_table.cols()} * in.swa.block_size;
+    const int64_t capacity = in.swa.row_capacity();
     if (in.seq_lens(r) > capacity) {
       reject("seq_lens[" + std::to_string(r) + "] = " + std::to_string(in.seq_lens(r)) +
              ": above the " + std::to_string(capacity) + " tokens its swa.block_table row can hold (" +

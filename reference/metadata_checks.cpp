@@ -36,8 +36,6 @@ std::string describe(const MetadataStatus& status) {
 
 namespace {
 
-int64_t swa_capacity(const BuilderInputs& in) { return int64_t{in.swa.block_table.cols()} * in.swa.block_size; }
-
 // Records one failure; the first is the smallest (check, row).
 void fail(MetadataStatus& status, MetadataCheck check, int32_t row, int32_t value) {
   ++status.failures;
@@ -89,7 +87,7 @@ MetadataStatus check_metadata(const BuilderInputs& in, const RunTimeSizes& s) {
   for (int32_t r = 0; r < R; ++r) {
     const int64_t query_length = int64_t{qsl(r + 1)} - qsl(r);
     if (in.seq_lens(r) < query_length) fail(st, MetadataCheck::kSeqLenBelowQuery, r, in.seq_lens(r));
-    if (in.seq_lens(r) > swa_capacity(in)) fail(st, MetadataCheck::kSeqLenAboveCapacity, r, in.seq_lens(r));
+    if (in.seq_lens(r) > in.swa.row_capacity()) fail(st, MetadataCheck::kSeqLenAboveCapacity, r, in.seq_lens(r));
     if (qsl(r) < D && D < qsl(r + 1)) fail(st, MetadataCheck::kDecodeBoundary, r, D);
   }
   if (in.decode_compressed_lens) {
@@ -107,7 +105,7 @@ bool row_metadata_valid(const BuilderInputs& in, const RunTimeSizes& s, int32_t 
   if (r < 0 || r >= s.num_requests) return false;
   const int32_t begin = in.query_start_loc(r), end = in.query_start_loc(r + 1);
   if (t < begin || t >= end || begin < 0 || end > s.num_tokens) return false;
-  if (in.seq_lens(r) < end - begin || in.seq_lens(r) > swa_capacity(in)) return false;
+  if (in.seq_lens(r) < end - begin || in.seq_lens(r) > in.swa.row_capacity()) return false;
   if (begin < s.num_decode_tokens && s.num_decode_tokens < end) return false;
   if (t < s.num_decode_tokens && in.decode_compressed_lens) {
     const int32_t len = (*in.decode_compressed_lens)(t);

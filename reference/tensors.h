@@ -25,6 +25,8 @@ struct PagedCache {
   int32_t base_offset = 0;
 
   int32_t span() const { return block_span ? *block_span : block_size; }
+  // Tokens one table row addresses: NB * B (a request's seq_len may not exceed it).
+  int64_t row_capacity() const { return int64_t{block_table.cols()} * block_size; }
 };
 
 }  // namespace dsv4::ref
