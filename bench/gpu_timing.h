@@ -253,22 +253,32 @@ class DependentReadChain {
 // `words` consecutive-by-CTA words, launched like the builder. No build can move the same
 // bytes in less time than the fastest of its shapes: the kernel benchmark's
 // cuda/byte_floor/<model>/<kind>/<case> times it on each case's bytes (build_bytes.h).
+// With hops = 1 or 2 each thread's writes wait for that many dependent reads (its group's
+// 8-byte plan entry, read first, then a table entry the entry names), as a
+// planned build's outputs wait on plan -> block table (cuda/chain_floor/<hops>/...): the floor
+// of the same bytes for a kernel whose every write needs the row's plan (1, every build) or
+// plan and table entry (2, every translated column).
 class StreamingBytes {
  public:
   static constexpr int kWordChoices[3] = {1, 2, 4};  // 16-byte words per thread
+  static constexpr int kMaxHops = 2;
   StreamingBytes() = default;
   ~StreamingBytes();
   StreamingBytes(const StreamingBytes&) = delete;
   StreamingBytes& operator=(const StreamingBytes&) = delete;
   // Grows the buffers (synchronously) to hold the sizes; call before timing.
   void reserve(int64_t read_bytes, int64_t write_bytes);
-  // One launch on `stream`; words is one of kWordChoices; the sizes within reserve()'s.
-  void launch(void* stream, int64_t read_bytes, int64_t write_bytes, int words);
+  // One launch on `stream`; words is one of kWordChoices, hops 0 to kMaxHops; the sizes within
+  // reserve()'s.
+  void launch(void* stream, int64_t read_bytes, int64_t write_bytes, int words, int hops = 0);
 
  private:
   void* src_ = nullptr;
   void* dst_ = nullptr;
   int64_t src_bytes_ = 0, dst_bytes_ = 0;
+  void* plan_ = nullptr;   // int2 entries (chained kernel)
+  void* table_ = nullptr;  // int32 entries, zero
+  int64_t plan_entries_ = 0;
 };
 
 // The byte floor of a whole step, measured: StreamingBytes' kernel launched once per build of

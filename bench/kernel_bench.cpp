@@ -26,6 +26,10 @@
 // round trip after the flush) then one store: the latency floor of a small (decode) build.
 // cuda/byte_floor/<model>/<kind>/<case>: a streaming kernel moving exactly the case's bytes,
 // timed like the build: the measured floor of a build of that size (StreamingBytes).
+// cuda/chain_floor/<hops>/<model>/<kind>/<case> (cases with prefill rows): the same bytes, each
+// thread's writes after <hops> dependent reads (its plan entry; 2: then a table entry), as a
+// planned build's columns wait on plan -> block table: 1 is a floor of every build (no output
+// word is known before its row's position), 2 of the translated columns.
 // With --warm_l2 (a diagnostic): no L2 flush before the timed builds.
 // With --shape_sweep: cuda/shape/<threads per row>x<chunks>/<model>/<kind>/<case>, the target
 // cases of issue 8 with every compiled launch shape forced (the policy's tuning data).
@@ -385,8 +389,9 @@ void BM_launch_floor(benchmark::State& state, Floor floor, int size) {
 
 // The byte floor of a case, measured: StreamingBytes moving the build's bytes (build_bytes.h:
 // inputs read, outputs written), timed exactly as BM_kernel times the build, each iteration
-// once per word choice. device_us is the fastest choice's mean (us_words<n> each).
-void BM_byte_floor(benchmark::State& state, KernelConfig cfg) {
+// once per word choice. device_us is the fastest choice's mean (us_words<n> each). hops > 0:
+// the chain floor, every write after that many dependent reads (StreamingBytes).
+void BM_byte_floor(benchmark::State& state, KernelConfig cfg, int hops) {
   StagedLayer& s = staged_layer(cfg);
   if (!s.error.empty()) {
     state.SkipWithError(s.error.c_str());
@@ -402,7 +407,7 @@ void BM_byte_floor(benchmark::State& state, KernelConfig cfg) {
     streaming.reserve(reads, writes);
     void* stream = bench_device().stream->get();
     EventTimer timer;
-    for (int c = 0; c < kChoices; ++c) streaming.launch(stream, reads, writes, StreamingBytes::kWordChoices[c]);
+    for (int c = 0; c < kChoices; ++c) streaming.launch(stream, reads, writes, StreamingBytes::kWordChoices[c], hops);
     bench_device().stream->synchronize();
     for (auto _ : state) {
       double fastest = 0;
@@ -410,7 +415,7 @@ void BM_byte_floor(benchmark::State& state, KernelConfig cfg) {
         bench_device().flusher->flush(stream);
         gpu_busy_wait_ns(stream, kHeadStartNs);
         timer.start(stream);
-        streaming.launch(stream, reads, writes, StreamingBytes::kWordChoices[c]);
+        streaming.launch(stream, reads, writes, StreamingBytes::kWordChoices[c], hops);
         timer.stop(stream);
         const double us = timer.elapsed_us();
         totals[c] += us;
@@ -434,8 +439,12 @@ void BM_byte_floor(benchmark::State& state, KernelConfig cfg) {
   state.counters["bytes"] = static_cast<double>(reads + writes);
   state.counters["read_bytes"] = static_cast<double>(reads);
   state.counters["GBps"] = static_cast<double>(reads + writes) / (best * 1e-6) / 1e9;
-  state.SetLabel("streaming kernel moving the build's bytes (16-byte words, fastest of 1/2/4 per thread); "
-                 "CUDA events, L2 flushed");
+  state.counters["hops"] = hops;
+  state.SetLabel(hops == 0 ? "streaming kernel moving the build's bytes (16-byte words, fastest of 1/2/4 per thread); "
+                             "CUDA events, L2 flushed"
+                           : "the same, each thread's writes after " + std::to_string(hops) +
+                                 " dependent read(s) (8-byte plan entry a 16-thread group, read first" +
+                                 (hops == 2 ? ", then a table entry" : "") + "); CUDA events, L2 flushed");
 }
 
 // The copy ceiling as its own benchmark: each iteration one timed 1 GiB D2D copy.
@@ -638,7 +647,17 @@ void register_benchmarks(const BackendChoice& backends) {
             benchmark::RegisterBenchmark((prefix + "/byte_floor/" + model + "/" + ref::layer_kind_name(kind) +
                                           "/" + c.name)
                                              .c_str(),
-                                         BM_byte_floor, cfg)
+                                         BM_byte_floor, cfg, 0)
+                ->UseManualTime()
+                ->Iterations(kByteFloorIterations)
+                ->Unit(benchmark::kMicrosecond);
+          }
+          // The prefill builds' chain floors: their rows' writes wait on plan (-> block table).
+          for (int hops = 1; cuda && c.has_prefill_rows() && hops <= StreamingBytes::kMaxHops; ++hops) {
+            benchmark::RegisterBenchmark((prefix + "/chain_floor/" + std::to_string(hops) + "/" + model + "/" +
+                                          ref::layer_kind_name(kind) + "/" + c.name)
+                                             .c_str(),
+                                         BM_byte_floor, cfg, hops)
                 ->UseManualTime()
                 ->Iterations(kByteFloorIterations)
                 ->Unit(benchmark::kMicrosecond);

@@ -210,6 +210,57 @@ def ratio(peer_us, ours_us):
     return peer_us / ours_us if None not in (peer_us, ours_us) and ours_us > 0 else None
 
 
+def chain_floor_rows(runs):
+    """A row per CUDA case with a chain floor (cuda/chain_floor/<hops>/<model>/<kind>/<case>):
+    its byte floor, chain floors by hops, our build and planned build, issue 8's target and where
+    the target sits: below the 1-read floor (no build can reach it as timed), below the 2-read
+    floor (only a build whose columns need no table entry could), or above both."""
+    rows = {}
+    for name, r in runs.items():
+        parts = name.split("/")
+        if len(parts) == 6 and parts[:2] == ["cuda", "chain_floor"] and "error" not in r and "device_us" in r:
+            rows.setdefault("/".join(parts[3:]), {})[int(parts[2])] = r["device_us"]
+
+    def device_us(what, key):
+        r = runs.get(f"cuda/{what}/{key}", {})
+        return None if "error" in r else r.get("device_us")
+
+    out = []
+    for key, hops in rows.items():
+        target = KERNEL_TARGETS_US.get(key)
+        where = ""
+        if target is not None:
+            below = [h for h in sorted(hops) if target < hops[h]]
+            where = f"below the {below[0]}-read floor" if below else "above both floors"
+        out.append({"key": key, "byte_us": device_us("byte_floor", key), "hops_us": hops,
+                    "ours_us": device_us("kernel", key), "planned_us": device_us("kernel_planned", key),
+                    "target_us": target, "target_vs_floors": where})
+    out.sort(key=lambda r: (r["key"].split("/")[0], KIND_ORDER.get(r["key"].split("/")[1], 9),
+                            case_rank(r["key"].split("/")[2])))
+    return out
+
+
+def chain_floor_lines(rows):
+    """chain_floor_rows as a table (nothing when there are none)."""
+    if not rows:
+        return []
+    lines = ["- chain floors: the byte floor's kernel with each thread's writes after 1 or 2 dependent reads "
+             "(an 8-byte plan entry a 16-thread group, read before its other reads, then a table entry it names), as a "
+             "planned build's outputs wait on plan -> block table: 1 read is a floor of every build (no output "
+             "word is known before its row's position), 2 of every translated column (the -1 padding and the "
+             "lengths need only the plan)", "",
+             "| model | kind | case | byte floor us | 1-read floor us | 2-read floor us | ours us | planned us | "
+             "target us | target |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    for r in rows:
+        model, kind, case = r["key"].split("/")
+        lines.append(f"| {model} | {kind} | {case} | {fmt(r['byte_us'], 2)} | {fmt(r['hops_us'].get(1), 2)} | "
+                     f"{fmt(r['hops_us'].get(2), 2)} | {fmt(r['ours_us'], 2)} | {fmt(r['planned_us'], 2)} | "
+                     f"{fmt(r['target_us'], 1)} | {r['target_vs_floors']} |")
+    lines.append("")
+    return lines
+
+
 def kernel_section(doc, lines, targets, floor_notes, peer=None, peer_ctx=None):
     ctx = doc.get("context", {})
     runs = collapse(doc)
@@ -291,6 +342,7 @@ def kernel_section(doc, lines, targets, floor_notes, peer=None, peer_ctx=None):
                          f"{fmt(r.get('GBps'))} | {fmt(r.get('pct_of_copy_bw'))} | "
                          f"{fmt(r.get('host_us'), 2)} |" + extra)
         lines.append("")
+        lines += chain_floor_lines(chain_floor_rows(runs))
         floor_notes += floor_comparisons(kernels, launch_floors(runs))
         for prefix, model, kind, case, r in kernels:
             key = f"{model}/{kind}/{case}"

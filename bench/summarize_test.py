@@ -69,5 +69,43 @@ class GraphVariants(unittest.TestCase):
         self.assertIsNone(summarize.graph_variant("cuda/launch_floor/graph/23x64_hops0"))
 
 
+class ChainFloors(unittest.TestCase):
+    RUNS = {
+        "cuda/kernel/flash/C4A/prefill8K": {"device_us": 12.6},
+        "cuda/kernel_planned/flash/C4A/prefill8K": {"device_us": 12.0},
+        "cuda/byte_floor/flash/C4A/prefill8K": {"device_us": 10.9},
+        "cuda/chain_floor/1/flash/C4A/prefill8K": {"device_us": 11.3},
+        "cuda/chain_floor/2/flash/C4A/prefill8K": {"device_us": 11.8},
+        "cuda/kernel/flash/C128A/prefill8K": {"device_us": 7.4},
+        "cuda/byte_floor/flash/C128A/prefill8K": {"device_us": 5.4},
+        "cuda/chain_floor/1/flash/C128A/prefill8K": {"device_us": 6.2},
+        "cuda/chain_floor/2/flash/C128A/prefill8K": {"error": "x"},
+        "cuda/byte_floor/flash/SWA-only/decode64_ctx8K": {"device_us": 3.6},
+        "cpu/chain_floor/1/flash/C4A/prefill1K": {"device_us": 1.0},
+    }
+
+    def test_one_row_per_case_with_a_chain_floor_and_where_the_target_sits(self):
+        rows = summarize.chain_floor_rows(self.RUNS)
+        self.assertEqual([r["key"] for r in rows], ["flash/C4A/prefill8K", "flash/C128A/prefill8K"])
+        c4a, c128a = rows
+        self.assertEqual((c4a["byte_us"], c4a["hops_us"], c4a["ours_us"], c4a["planned_us"], c4a["target_us"]),
+                         (10.9, {1: 11.3, 2: 11.8}, 12.6, 12.0, 11.6))
+        self.assertEqual(c4a["target_vs_floors"], "below the 2-read floor")
+        self.assertEqual(c128a["hops_us"], {1: 6.2})  # the failed run is left out
+        self.assertEqual(c128a["target_vs_floors"], "below the 1-read floor")
+        self.assertIsNone(c128a["planned_us"])
+
+    def test_a_target_above_both_floors_and_no_target(self):
+        runs = {"cuda/chain_floor/1/flash/C4A/prefill8K_ctx120K": {"device_us": 11.8},
+                "cuda/chain_floor/2/flash/C4A/prefill8K_ctx120K": {"device_us": 12.1},
+                "cuda/chain_floor/2/flash/C4A/prefill1K": {"device_us": 5.0}}
+        rows = {r["key"]: r for r in summarize.chain_floor_rows(runs)}
+        self.assertEqual(rows["flash/C4A/prefill8K_ctx120K"]["target_vs_floors"], "above both floors")
+        self.assertEqual(rows["flash/C4A/prefill1K"]["target_vs_floors"], "")
+        lines = summarize.chain_floor_lines(list(rows.values()))
+        self.assertEqual(sum(line.startswith("| flash | C4A |") for line in lines), 2)
+        self.assertEqual(summarize.chain_floor_lines([]), [])
+
+
 if __name__ == "__main__":
     unittest.main()
