@@ -572,11 +572,16 @@ __global__ void __launch_bounds__(kStreamingThreads)
   wait_prior_grid_and_release_next();
   const int64_t thread = static_cast<int64_t>(blockIdx.x) * kStreamingThreads + threadIdx.x;
   const int64_t first = static_cast<int64_t>(blockIdx.x) * kWords * kStreamingThreads + threadIdx.x;
-  const int2 entry = __ldg(plan + thread / kChainGroupThreads);  // first: the chain's head starts it
+  // Read first and whole (both chains use x): ptxas then issues it before the other reads.
+  const int2 entry = __ldg(plan + thread / kChainGroupThreads);
   int4 v[kWords];
   load_words<kWords>(src, reads, nullptr, reads, first, v);
   int32_t carried = entry.y;
-  if constexpr (kHops == 2) carried += __ldg(table + entry.x);
+  if constexpr (kHops == 2) {
+    carried += __ldg(table + entry.x);
+  } else {
+    carried += entry.x / kChainTableEntries;  // 0 (x < kChainTableEntries): x read, as hop 2 reads it
+  }
 #pragma unroll
   for (int k = 0; k < kWords; ++k) v[k].x += carried;
   store_words<kWords>(dst, writes, reads, first, v, sink);
