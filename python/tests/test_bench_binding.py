@@ -11,6 +11,8 @@ BENCH = os.path.join(os.path.dirname(__file__), "..", "bench", "bench_binding.py
 CASES = {"build", "build out=", "layer hit", "layer build", "Flash step cached", "Flash step uncached"}
 # torch's own calls on the same host, beside the binding's: the floor a torch user pays anyway
 FLOOR_CASES = {"torch fill_", "torch empty x2"}
+# The cases that launch a kernel on CUDA (build(): 0-token builds included, which launch none)
+GATED_CASES = {"build", "build out=", "torch fill_"}
 
 
 def test_every_case_runs_on_numpy_and_is_written(tmp_path):
@@ -37,3 +39,12 @@ def test_every_case_runs_on_numpy_and_is_written(tmp_path):
             assert {r["case"] for r in rows if r["shape"] == shape} == CASES, (backend, shape)
         assert {r["case"] for r in rows if r["shape"] == "floor"} == FLOOR_CASES, backend
         assert all(r["us_median"] > 0 for r in rows)
+        # CUDA: the launching cases again with the GPU held (host time alone) and the queued
+        # work's device time; nothing of the kind on the host backend.
+        held = {(r["case"], r["shape"]) for r in rows if r.get("gated_us_median") is not None}
+        if backend == "cuda":
+            launching = {(r["case"], r["shape"]) for r in rows if r["case"] in GATED_CASES}
+            assert held == launching and launching, held
+            assert all(r["gated_us_median"] > 0 and r["gpu_us_median"] > 0 for r in rows if r["case"] in GATED_CASES)
+        else:
+            assert not held, held
