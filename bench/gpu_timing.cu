@@ -557,23 +557,21 @@ __global__ void __launch_bounds__(kStreamingThreads)
 }
 
 // The byte floor with a planned build's dependent reads (StreamingBytes::launch with hops):
-// each thread reads its group's plan entry (kChainGroupThreads threads a group, entries 8 bytes
-// apart, as a planned build's rows read theirs), then issues its reads, then, for kHops = 2,
-// reads the table entry the plan entry names; its writes carry the last value read (0), so
-// none leaves before the chain ends. The head first, so that its latency hides behind the
-// reads: the order that makes the chain cost least.
-constexpr int32_t kChainGroupThreads = 16;
+// each thread reads the plan entry of the row its first word falls in (rows of 2^row_shift
+// words, entries 8 bytes apart: one a row, as a planned build's rows read theirs), then issues
+// its reads, then, for kHops = 2, reads the table entry the plan entry names; its writes carry
+// the last value read (0), so none leaves before the chain ends. The head first, so that its
+// latency hides behind the reads: the order that makes the chain cost least.
 constexpr int32_t kChainTableEntries = 256;
 template <int kWords, int kHops>
 __global__ void __launch_bounds__(kStreamingThreads)
     chained_bytes_kernel(const int4* src, int64_t reads, int4* dst, int64_t writes, const int2* plan,
-                         const int32_t* table, int4* sink) {
+                         int32_t row_shift, const int32_t* table, int4* sink) {
   static_assert(kHops == 1 || kHops == 2, "one or two dependent reads");
   wait_prior_grid_and_release_next();
-  const int64_t thread = static_cast<int64_t>(blockIdx.x) * kStreamingThreads + threadIdx.x;
   const int64_t first = static_cast<int64_t>(blockIdx.x) * kWords * kStreamingThreads + threadIdx.x;
   // Read first and whole (both chains use x): ptxas then issues it before the other reads.
-  const int2 entry = __ldg(plan + thread / kChainGroupThreads);
+  const int2 entry = __ldg(plan + (first >> row_shift));
   int4 v[kWords];
   load_words<kWords>(src, reads, nullptr, reads, first, v);
   int32_t carried = entry.y;
@@ -611,21 +609,22 @@ void StreamingBytes::reserve(int64_t read_bytes, int64_t write_bytes) {
   };
   grow(src_, src_bytes_, read_bytes);
   grow(dst_, dst_bytes_, write_bytes);
-  // The chained kernel's plan: an entry per group of the widest grid (1 word a thread), entry g
-  // naming table entry g % kChainTableEntries; the table all zeros (what the writes carry).
+  // The chained kernel's plan: an entry per row of the widest grid's rows (rows of 1 word: an
+  // entry per word of the widest grid), entry r naming table entry r % kChainTableEntries; the
+  // table all zeros (what the writes carry).
   const int64_t widest_ctas =
       std::max<int64_t>(1, (std::max(words_of(read_bytes), words_of(write_bytes)) + kStreamingThreads - 1) /
                                kStreamingThreads);
-  const int64_t groups = widest_ctas * (kStreamingThreads / kChainGroupThreads);
-  if (groups > plan_entries_) {
-    std::vector<int2> plan(static_cast<size_t>(groups));
-    for (int64_t g = 0; g < groups; ++g) plan[static_cast<size_t>(g)] = make_int2(static_cast<int>(g % kChainTableEntries), 0);
+  const int64_t rows = widest_ctas * kStreamingThreads;
+  if (rows > plan_entries_) {
+    std::vector<int2> plan(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) plan[static_cast<size_t>(r)] = make_int2(static_cast<int>(r % kChainTableEntries), 0);
     (void)cudaFree(plan_);
     plan_ = nullptr;
     plan_entries_ = 0;
     BENCH_CUDA_CHECK(cudaMalloc(&plan_, plan.size() * sizeof(int2)));
     BENCH_CUDA_CHECK(cudaMemcpy(plan_, plan.data(), plan.size() * sizeof(int2), cudaMemcpyHostToDevice));
-    plan_entries_ = groups;
+    plan_entries_ = rows;
   }
   if (table_ == nullptr) {
     BENCH_CUDA_CHECK(cudaMalloc(&table_, kChainTableEntries * sizeof(int32_t)));
@@ -642,12 +641,16 @@ const void* streaming_kernel_of(int hops) {
 }
 }  // namespace
 
-void StreamingBytes::launch(void* stream, int64_t read_bytes, int64_t write_bytes, int words, int hops) {
+void StreamingBytes::launch(void* stream, int64_t read_bytes, int64_t write_bytes, int words, int hops,
+                            int64_t row_words) {
   if (read_bytes < 0 || write_bytes < 0 || words_of(read_bytes) * 16 > src_bytes_ ||
       words_of(write_bytes) * 16 > dst_bytes_) {
     throw std::invalid_argument("StreamingBytes::launch: sizes outside reserve()'s");
   }
   if (hops < 0 || hops > kMaxHops) throw std::invalid_argument("StreamingBytes::launch: hops must be 0, 1 or 2");
+  if (row_words < 1) throw std::invalid_argument("StreamingBytes::launch: row_words must be >= 1");
+  int32_t row_shift = 0;  // rows of the largest power of two <= row_words (a shift, not a division)
+  while ((int64_t{2} << row_shift) <= row_words) ++row_shift;
   const void* kernel = words == 1   ? streaming_kernel_of<1>(hops)
                        : words == 2 ? streaming_kernel_of<2>(hops)
                        : words == 4 ? streaming_kernel_of<4>(hops)
@@ -663,7 +666,7 @@ void StreamingBytes::launch(void* stream, int64_t read_bytes, int64_t write_byte
   const int2* plan = static_cast<const int2*>(plan_);
   const int32_t* table = static_cast<const int32_t*>(table_);
   void* streaming_params[] = {&src, &reads, &no_shared, &no_shared_reads, &dst, &writes, &dst};
-  void* chained_params[] = {&src, &reads, &dst, &writes, &plan, &table, &dst};
+  void* chained_params[] = {&src, &reads, &dst, &writes, &plan, &row_shift, &table, &dst};
   // A plain launch, as kernel_bench launches the builds it times.
   cudaError_t status = cudaLaunchKernel(kernel, dim3(static_cast<unsigned>(ctas)), dim3(kStreamingThreads),
                                         hops == 0 ? streaming_params : chained_params, 0, as_stream(stream));

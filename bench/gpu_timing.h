@@ -253,11 +253,12 @@ class DependentReadChain {
 // `words` consecutive-by-CTA words, launched like the builder. No build can move the same
 // bytes in less time than the fastest of its shapes: the kernel benchmark's
 // cuda/byte_floor/<model>/<kind>/<case> times it on each case's bytes (build_bytes.h).
-// With hops = 1 or 2 each thread's writes wait for that many dependent reads (its group's
-// 8-byte plan entry, read first, then a table entry the entry names), as a
-// planned build's outputs wait on plan -> block table (cuda/chain_floor/<hops>/...): the floor
-// of the same bytes for a kernel whose every write needs the row's plan (1, every build) or
-// plan and table entry (2, every translated column).
+// With hops = 1 or 2 each thread's writes wait for that many dependent reads (the 8-byte plan
+// entry of the row its first word falls in, read first, then a table entry the plan entry
+// names), as a planned build's outputs wait on plan -> block table (cuda/chain_floor/<hops>/...):
+// the floor of the same bytes for a kernel whose every write needs its row's plan entry (1,
+// every build) or that and a table entry (2, every translated column). Its rows are the largest
+// power of two <= row_words (a shift): at most twice as many plan entries as the build's rows.
 class StreamingBytes {
  public:
   static constexpr int kWordChoices[3] = {1, 2, 4};  // 16-byte words per thread
@@ -268,9 +269,9 @@ class StreamingBytes {
   StreamingBytes& operator=(const StreamingBytes&) = delete;
   // Grows the buffers (synchronously) to hold the sizes; call before timing.
   void reserve(int64_t read_bytes, int64_t write_bytes);
-  // One launch on `stream`; words is one of kWordChoices, hops 0 to kMaxHops; the sizes within
-  // reserve()'s.
-  void launch(void* stream, int64_t read_bytes, int64_t write_bytes, int words, int hops = 0);
+  // One launch on `stream`; words is one of kWordChoices, hops 0 to kMaxHops, row_words >= 1
+  // (the chained kernel's row); the sizes within reserve()'s.
+  void launch(void* stream, int64_t read_bytes, int64_t write_bytes, int words, int hops = 0, int64_t row_words = 1);
 
  private:
   void* src_ = nullptr;

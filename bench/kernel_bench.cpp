@@ -398,6 +398,8 @@ void BM_byte_floor(benchmark::State& state, KernelConfig cfg, int hops) {
     return;
   }
   const int64_t writes = s.bytes.outputs, reads = s.bytes.total() - s.bytes.outputs;
+  // The chain floor's rows: the build's, in 16-byte words of output.
+  const int64_t row_words = std::max<int64_t>(1, (writes / 16) / std::max<int64_t>(1, s.request.num_tokens));
   constexpr int kChoices = static_cast<int>(std::size(StreamingBytes::kWordChoices));
   double totals[kChoices] = {};
   int64_t n = 0;
@@ -407,7 +409,7 @@ void BM_byte_floor(benchmark::State& state, KernelConfig cfg, int hops) {
     streaming.reserve(reads, writes);
     void* stream = bench_device().stream->get();
     EventTimer timer;
-    for (int c = 0; c < kChoices; ++c) streaming.launch(stream, reads, writes, StreamingBytes::kWordChoices[c], hops);
+    for (int c = 0; c < kChoices; ++c) streaming.launch(stream, reads, writes, StreamingBytes::kWordChoices[c], hops, row_words);
     bench_device().stream->synchronize();
     for (auto _ : state) {
       double fastest = 0;
@@ -415,7 +417,7 @@ void BM_byte_floor(benchmark::State& state, KernelConfig cfg, int hops) {
         bench_device().flusher->flush(stream);
         gpu_busy_wait_ns(stream, kHeadStartNs);
         timer.start(stream);
-        streaming.launch(stream, reads, writes, StreamingBytes::kWordChoices[c], hops);
+        streaming.launch(stream, reads, writes, StreamingBytes::kWordChoices[c], hops, row_words);
         timer.stop(stream);
         const double us = timer.elapsed_us();
         totals[c] += us;
@@ -443,7 +445,7 @@ void BM_byte_floor(benchmark::State& state, KernelConfig cfg, int hops) {
   state.SetLabel(hops == 0 ? "streaming kernel moving the build's bytes (16-byte words, fastest of 1/2/4 per thread); "
                              "CUDA events, L2 flushed"
                            : "the same, each thread's writes after " + std::to_string(hops) +
-                                 " dependent read(s) (8-byte plan entry a 16-thread group, read first" +
+                                 " dependent read(s) (an 8-byte plan entry a row of the build's width, read first" +
                                  (hops == 2 ? ", then a table entry" : "") + "); CUDA events, L2 flushed");
 }
 
