@@ -565,15 +565,15 @@ __global__ void __launch_bounds__(kStreamingThreads)
 constexpr int32_t kChainTableEntries = 256;
 template <int kWords, int kHops>
 __global__ void __launch_bounds__(kStreamingThreads)
-    chained_bytes_kernel(const int4* src, int64_t reads, int4* dst, int64_t writes, const int2* plan,
-                         int32_t row_shift, const int32_t* table, int4* sink) {
+    chained_bytes_kernel(const int4* src, int64_t reads, const int4* shared, int64_t shared_reads, int4* dst,
+                         int64_t writes, const int2* plan, int32_t row_shift, const int32_t* table, int4* sink) {
   static_assert(kHops == 1 || kHops == 2, "one or two dependent reads");
   wait_prior_grid_and_release_next();
   const int64_t first = static_cast<int64_t>(blockIdx.x) * kWords * kStreamingThreads + threadIdx.x;
   // Read first and whole (both chains use x): ptxas then issues it before the other reads.
   const int2 entry = __ldg(plan + (first >> row_shift));
   int4 v[kWords];
-  load_words<kWords>(src, reads, nullptr, reads, first, v);
+  load_words<kWords>(src, reads, shared, reads + shared_reads, first, v);
   int32_t carried = entry.y;
   if constexpr (kHops == 2) {
     carried += __ldg(table + entry.x);
@@ -582,10 +582,82 @@ __global__ void __launch_bounds__(kStreamingThreads)
   }
 #pragma unroll
   for (int k = 0; k < kWords; ++k) v[k].x += carried;
-  store_words<kWords>(dst, writes, reads, first, v, sink);
+  store_words<kWords>(dst, writes, reads + shared_reads, first, v, sink);
 }
 
 int64_t words_of(int64_t bytes) { return (bytes + 15) / 16; }
+}  // namespace
+
+namespace {
+// The chains' plan: `entries` entries, entry r naming table entry r % kChainTableEntries (y = 0).
+void* chain_plan(int64_t entries) {
+  std::vector<int2> plan(static_cast<size_t>(entries));
+  for (int64_t r = 0; r < entries; ++r) plan[static_cast<size_t>(r)] = make_int2(static_cast<int>(r % kChainTableEntries), 0);
+  void* p = nullptr;
+  BENCH_CUDA_CHECK(cudaMalloc(&p, plan.size() * sizeof(int2)));
+  const cudaError_t status = cudaMemcpy(p, plan.data(), plan.size() * sizeof(int2), cudaMemcpyHostToDevice);
+  if (status != cudaSuccess) {
+    (void)cudaFree(p);
+    check(status, "cudaMemcpy(chain plan)", __FILE__, __LINE__);
+  }
+  return p;
+}
+
+// The chains' table: zeros, what the writes carry.
+void* chain_table() {
+  void* p = nullptr;
+  BENCH_CUDA_CHECK(cudaMalloc(&p, kChainTableEntries * sizeof(int32_t)));
+  const cudaError_t status = cudaMemset(p, 0, kChainTableEntries * sizeof(int32_t));
+  if (status != cudaSuccess) {
+    (void)cudaFree(p);
+    check(status, "cudaMemset(chain table)", __FILE__, __LINE__);
+  }
+  return p;
+}
+
+// Plan entries for grids over `words` words whatever their rows (rows of 1 word, grids of 1
+// word a thread: one a thread of the widest grid).
+int64_t chain_plan_entries(int64_t words) {
+  return std::max<int64_t>(1, (words + kStreamingThreads - 1) / kStreamingThreads) * kStreamingThreads;
+}
+
+// Rows of the largest power of two <= row_words words (a shift, not a division, in the kernel).
+int32_t row_shift_of(int64_t row_words) {
+  if (row_words < 1) throw std::invalid_argument("streaming kernels: row_words must be >= 1");
+  int32_t shift = 0;
+  while ((int64_t{2} << shift) <= row_words) ++shift;
+  return shift;
+}
+
+template <int kWords>
+const void* streaming_kernel_of(int hops) {
+  return hops == 0   ? reinterpret_cast<const void*>(&streaming_bytes_kernel<kWords>)
+         : hops == 1 ? reinterpret_cast<const void*>(&chained_bytes_kernel<kWords, 1>)
+                     : reinterpret_cast<const void*>(&chained_bytes_kernel<kWords, 2>);
+}
+
+// One streaming launch: `words` a thread (1, 2, 4), `hops` 0-2; reads from src then shared,
+// writes to dst (also the never-written sink), plan and table for the chains.
+void launch_streaming(void* stream, int words, int hops, const int4* src, int64_t reads, const int4* shared,
+                      int64_t shared_reads, int4* dst, int64_t writes, const void* plan, int64_t row_words,
+                      const void* table, int4* sink, bool programmatic_launch) {
+  if (hops < 0 || hops > StreamingBytes::kMaxHops) throw std::invalid_argument("streaming kernels: hops must be 0, 1 or 2");
+  const void* kernel = words == 1   ? streaming_kernel_of<1>(hops)
+                       : words == 2 ? streaming_kernel_of<2>(hops)
+                       : words == 4 ? streaming_kernel_of<4>(hops)
+                                    : nullptr;
+  if (kernel == nullptr) throw std::invalid_argument("streaming kernels: words must be 1, 2 or 4");
+  int32_t row_shift = row_shift_of(row_words);
+  const int64_t per_cta = int64_t{words} * kStreamingThreads;
+  const int64_t ctas = std::max<int64_t>(1, (std::max(reads + shared_reads, writes) + per_cta - 1) / per_cta);
+  const int2* plan_entries = static_cast<const int2*>(plan);
+  const int32_t* table_entries = static_cast<const int32_t*>(table);
+  void* streaming_params[] = {&src, &reads, &shared, &shared_reads, &dst, &writes, &sink};
+  void* chained_params[] = {&src, &reads, &shared, &shared_reads, &dst, &writes, &plan_entries, &row_shift, &table_entries, &sink};
+  launch_ex_checked(kernel, dim3(static_cast<unsigned>(ctas)), dim3(kStreamingThreads),
+                    hops == 0 ? streaming_params : chained_params, programmatic_launch, stream,
+                    "cudaLaunchKernelExC(streaming_bytes_kernel / chained_bytes_kernel) / cudaGetLastError");
+}
 }  // namespace
 
 StreamingBytes::~StreamingBytes() {
@@ -609,37 +681,16 @@ void StreamingBytes::reserve(int64_t read_bytes, int64_t write_bytes) {
   };
   grow(src_, src_bytes_, read_bytes);
   grow(dst_, dst_bytes_, write_bytes);
-  // The chained kernel's plan: an entry per row of the widest grid's rows (rows of 1 word: an
-  // entry per word of the widest grid), entry r naming table entry r % kChainTableEntries; the
-  // table all zeros (what the writes carry).
-  const int64_t widest_ctas =
-      std::max<int64_t>(1, (std::max(words_of(read_bytes), words_of(write_bytes)) + kStreamingThreads - 1) /
-                               kStreamingThreads);
-  const int64_t rows = widest_ctas * kStreamingThreads;
-  if (rows > plan_entries_) {
-    std::vector<int2> plan(static_cast<size_t>(rows));
-    for (int64_t r = 0; r < rows; ++r) plan[static_cast<size_t>(r)] = make_int2(static_cast<int>(r % kChainTableEntries), 0);
+  const int64_t entries = chain_plan_entries(std::max(words_of(read_bytes), words_of(write_bytes)));
+  if (entries > plan_entries_) {
     (void)cudaFree(plan_);
     plan_ = nullptr;
     plan_entries_ = 0;
-    BENCH_CUDA_CHECK(cudaMalloc(&plan_, plan.size() * sizeof(int2)));
-    BENCH_CUDA_CHECK(cudaMemcpy(plan_, plan.data(), plan.size() * sizeof(int2), cudaMemcpyHostToDevice));
-    plan_entries_ = rows;
+    plan_ = chain_plan(entries);
+    plan_entries_ = entries;
   }
-  if (table_ == nullptr) {
-    BENCH_CUDA_CHECK(cudaMalloc(&table_, kChainTableEntries * sizeof(int32_t)));
-    BENCH_CUDA_CHECK(cudaMemset(table_, 0, kChainTableEntries * sizeof(int32_t)));
-  }
+  if (table_ == nullptr) table_ = chain_table();
 }
-
-namespace {
-template <int kWords>
-const void* streaming_kernel_of(int hops) {
-  return hops == 0   ? reinterpret_cast<const void*>(&streaming_bytes_kernel<kWords>)
-         : hops == 1 ? reinterpret_cast<const void*>(&chained_bytes_kernel<kWords, 1>)
-                     : reinterpret_cast<const void*>(&chained_bytes_kernel<kWords, 2>);
-}
-}  // namespace
 
 void StreamingBytes::launch(void* stream, int64_t read_bytes, int64_t write_bytes, int words, int hops,
                             int64_t row_words) {
@@ -647,33 +698,10 @@ void StreamingBytes::launch(void* stream, int64_t read_bytes, int64_t write_byte
       words_of(write_bytes) * 16 > dst_bytes_) {
     throw std::invalid_argument("StreamingBytes::launch: sizes outside reserve()'s");
   }
-  if (hops < 0 || hops > kMaxHops) throw std::invalid_argument("StreamingBytes::launch: hops must be 0, 1 or 2");
-  if (row_words < 1) throw std::invalid_argument("StreamingBytes::launch: row_words must be >= 1");
-  int32_t row_shift = 0;  // rows of the largest power of two <= row_words (a shift, not a division)
-  while ((int64_t{2} << row_shift) <= row_words) ++row_shift;
-  const void* kernel = words == 1   ? streaming_kernel_of<1>(hops)
-                       : words == 2 ? streaming_kernel_of<2>(hops)
-                       : words == 4 ? streaming_kernel_of<4>(hops)
-                                    : nullptr;
-  if (kernel == nullptr) throw std::invalid_argument("StreamingBytes::launch: words must be 1, 2 or 4");
-  int64_t reads = words_of(read_bytes), writes = words_of(write_bytes);
-  const int64_t per_cta = int64_t{words} * kStreamingThreads;
-  const int64_t ctas = std::max<int64_t>(1, (std::max(reads, writes) + per_cta - 1) / per_cta);
-  const int4* src = static_cast<const int4*>(src_);
-  int4* dst = static_cast<int4*>(dst_);
-  const int4* no_shared = nullptr;
-  int64_t no_shared_reads = 0;
-  const int2* plan = static_cast<const int2*>(plan_);
-  const int32_t* table = static_cast<const int32_t*>(table_);
-  void* streaming_params[] = {&src, &reads, &no_shared, &no_shared_reads, &dst, &writes, &dst};
-  void* chained_params[] = {&src, &reads, &dst, &writes, &plan, &row_shift, &table, &dst};
   // A plain launch, as kernel_bench launches the builds it times.
-  cudaError_t status = cudaLaunchKernel(kernel, dim3(static_cast<unsigned>(ctas)), dim3(kStreamingThreads),
-                                        hops == 0 ? streaming_params : chained_params, 0, as_stream(stream));
-  const cudaError_t last = cudaGetLastError();
-  if (status == cudaSuccess) status = last;
-  check(status, "cudaLaunchKernel(streaming_bytes_kernel / chained_bytes_kernel) / cudaGetLastError", __FILE__,
-        __LINE__);
+  launch_streaming(stream, words, hops, static_cast<const int4*>(src_), words_of(read_bytes), nullptr, 0,
+                   static_cast<int4*>(dst_), words_of(write_bytes), plan_, row_words, table_, static_cast<int4*>(dst_),
+                   false);
 }
 
 namespace {
@@ -691,7 +719,7 @@ void* filled_region(int64_t bytes, uint8_t fill) {
 }  // namespace
 
 StreamingSequence::StreamingSequence(std::vector<StreamedBuild> builds) : builds_(std::move(builds)) {
-  int64_t shared_bytes = 0;
+  int64_t shared_bytes = 0, widest_words = 0;
   std::vector<int64_t> input_bytes, output_bytes;
   const auto grow = [](std::vector<int64_t>& sizes, int id, int64_t bytes) {
     if (id < 0) throw std::invalid_argument("StreamingSequence: negative region id");
@@ -702,15 +730,20 @@ StreamingSequence::StreamingSequence(std::vector<StreamedBuild> builds) : builds
     if (b.own_read_bytes < 0 || b.shared_read_bytes < 0 || b.write_bytes < 0) {
       throw std::invalid_argument("StreamingSequence: negative size");
     }
+    (void)row_shift_of(b.row_words);  // throws on rows below one word
     grow(input_bytes, b.input, b.own_read_bytes);
     grow(output_bytes, b.output, b.write_bytes);
     shared_bytes = std::max(shared_bytes, b.shared_read_bytes);
+    widest_words = std::max({widest_words, words_of(b.own_read_bytes) + words_of(b.shared_read_bytes),
+                             words_of(b.write_bytes)});
   }
   try {
     shared_ = filled_region(shared_bytes, 0x3c);
     sink_ = filled_region(16, 0);
     for (int64_t bytes : input_bytes) inputs_.push_back(filled_region(bytes, 0x3c));
     for (int64_t bytes : output_bytes) outputs_.push_back(filled_region(bytes, 0));
+    plan_ = chain_plan(chain_plan_entries(widest_words));
+    table_ = chain_table();
   } catch (...) {
     release();
     throw;
@@ -722,31 +755,21 @@ void StreamingSequence::release() {
   for (void* p : outputs_) (void)cudaFree(p);
   (void)cudaFree(shared_);
   (void)cudaFree(sink_);
+  (void)cudaFree(plan_);
+  (void)cudaFree(table_);
   inputs_.clear();
   outputs_.clear();
-  shared_ = sink_ = nullptr;
+  shared_ = sink_ = plan_ = table_ = nullptr;
 }
 
 StreamingSequence::~StreamingSequence() { release(); }
 
-void StreamingSequence::launch(void* stream, int words) {
-  const void* kernel = words == 1   ? reinterpret_cast<const void*>(&streaming_bytes_kernel<1>)
-                       : words == 2 ? reinterpret_cast<const void*>(&streaming_bytes_kernel<2>)
-                       : words == 4 ? reinterpret_cast<const void*>(&streaming_bytes_kernel<4>)
-                                    : nullptr;
-  if (kernel == nullptr) throw std::invalid_argument("StreamingSequence::launch: words must be 1, 2 or 4");
+void StreamingSequence::launch(void* stream, int words, int hops) {
   for (const StreamedBuild& b : builds_) {
-    int64_t reads = words_of(b.own_read_bytes), shared_reads = words_of(b.shared_read_bytes);
-    int64_t writes = words_of(b.write_bytes);
-    const int64_t per_cta = int64_t{words} * kStreamingThreads;
-    const int64_t ctas = std::max<int64_t>(1, (std::max(reads + shared_reads, writes) + per_cta - 1) / per_cta);
-    const int4* src = static_cast<const int4*>(inputs_[static_cast<size_t>(b.input)]);
-    const int4* shared = static_cast<const int4*>(shared_);
-    int4* dst = static_cast<int4*>(outputs_[static_cast<size_t>(b.output)]);
-    int4* sink = static_cast<int4*>(sink_);
-    void* params[] = {&src, &reads, &shared, &shared_reads, &dst, &writes, &sink};
-    launch_ex_checked(kernel, dim3(static_cast<unsigned>(ctas)), dim3(kStreamingThreads), params, true, stream,
-                      "cudaLaunchKernelExC(streaming_bytes_kernel, programmatic) / cudaGetLastError");
+    launch_streaming(stream, words, hops, static_cast<const int4*>(inputs_[static_cast<size_t>(b.input)]),
+                     words_of(b.own_read_bytes), static_cast<const int4*>(shared_), words_of(b.shared_read_bytes),
+                     static_cast<int4*>(outputs_[static_cast<size_t>(b.output)]), words_of(b.write_bytes), plan_,
+                     b.row_words, table_, static_cast<int4*>(sink_), true);
   }
 }
 

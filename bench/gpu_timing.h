@@ -288,11 +288,14 @@ class StreamingBytes {
 // back to back on the stream with programmatic dependent launch as the builder launches. Builds
 // with the same region id use the same buffer (a C4A layer's own indexer output; a tail-only
 // step's one combined output), so what the L2 keeps between builds is what it keeps in the step.
+// With hops (StreamingBytes' chains), every build's writes wait on its rows' plan entries
+// (rows of row_words words; one plan all builds share, as a step's token plan) and table entries.
 struct StreamedBuild {
   int64_t own_read_bytes = 0;     // from region `input`
   int64_t shared_read_bytes = 0;  // from the region every build shares
   int64_t write_bytes = 0;        // to region `output`
   int input = 0, output = 0;      // region ids >= 0
+  int64_t row_words = 1;          // the build's output words a row (the chains' rows), >= 1
 };
 class StreamingSequence {
  public:
@@ -301,7 +304,8 @@ class StreamingSequence {
   ~StreamingSequence();
   StreamingSequence(const StreamingSequence&) = delete;
   StreamingSequence& operator=(const StreamingSequence&) = delete;
-  void launch(void* stream, int words);  // every build in order; words one of kWordChoices
+  // Every build in order; words one of kWordChoices, hops 0 to StreamingBytes::kMaxHops.
+  void launch(void* stream, int words, int hops = 0);
   size_t size() const { return builds_.size(); }
 
  private:
@@ -310,6 +314,8 @@ class StreamingSequence {
   std::vector<void*> inputs_, outputs_;
   void* shared_ = nullptr;
   void* sink_ = nullptr;
+  void* plan_ = nullptr;   // the chains' plan and table (StreamingBytes')
+  void* table_ = nullptr;
 };
 
 // The floor of a replayed step graph: `nodes` launches of a kernel that does what every build

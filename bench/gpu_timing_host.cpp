@@ -74,7 +74,7 @@ StreamingSequence::StreamingSequence(std::vector<StreamedBuild> builds) : builds
 }
 StreamingSequence::~StreamingSequence() = default;
 void StreamingSequence::release() {}
-void StreamingSequence::launch(void*, int) { no_cuda("StreamingSequence::launch"); }
+void StreamingSequence::launch(void*, int, int) { no_cuda("StreamingSequence::launch"); }
 LaunchFloorGraph::LaunchFloorGraph(void*, int, int, int, bool) : stream_(nullptr) { no_cuda("LaunchFloorGraph"); }
 LaunchFloorGraph::~LaunchFloorGraph() = default;
 void LaunchFloorGraph::replay() { no_cuda("LaunchFloorGraph::replay"); }

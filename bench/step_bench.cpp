@@ -30,6 +30,9 @@
 // cuda/step_floor/<model>/<case>/<variant> (uncached, cached, split, tail): the mode's byte floor
 // measured as launched: a streaming kernel per build of the mode, each moving that build's
 // bytes (StreamingSequence over the staged step's FloorPlan), timed like the step (BM_step_floor).
+// cuda/step_chain_floor/... (cases with prefill rows): the same with every build's writes after
+// two dependent reads (its row's plan entry, then a table entry: StreamingBytes' chains), as a
+// planned build's translated columns wait on plan -> block table.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -92,9 +95,9 @@ struct StepConfig {
   }
 };
 
-std::string step_floor_name(const StepConfig& cfg) {
-  return std::string(timing_prefix(cfg.backend)) + "/step_floor/" + cfg.model + "/" + cfg.case_name + "/" +
-         cfg.variant_name();
+std::string step_floor_name(const StepConfig& cfg, int hops = 0) {
+  return std::string(timing_prefix(cfg.backend)) + (hops == 0 ? "/step_floor/" : "/step_chain_floor/") + cfg.model +
+         "/" + cfg.case_name + "/" + cfg.variant_name();
 }
 
 double target_us(const StepConfig& cfg) {
@@ -317,7 +320,7 @@ void BM_step(benchmark::State& state, StepConfig cfg) {
 // launches included: the floor a step target is judged against.
 constexpr int kStepFloorIterations = 20;
 
-void BM_step_floor(benchmark::State& state, StepConfig cfg) {
+void BM_step_floor(benchmark::State& state, StepConfig cfg, int hops) {
   constexpr int kChoices = static_cast<int>(std::size(StreamingSequence::kWordChoices));
   double device_totals[kChoices] = {}, wall_totals[kChoices] = {};
   int64_t n = 0;
@@ -332,7 +335,7 @@ void BM_step_floor(benchmark::State& state, StepConfig cfg) {
     void* stream = cuda_stream(cfg.backend);
     EventTimer timer;
     CompletionEvent done;
-    for (int c = 0; c < kChoices; ++c) sequence.launch(stream, StreamingSequence::kWordChoices[c]);  // warm-up
+    for (int c = 0; c < kChoices; ++c) sequence.launch(stream, StreamingSequence::kWordChoices[c], hops);  // warm-up
     bench_device().stream->synchronize();
     const auto head_start_ns = static_cast<int64_t>(launches) * 20'000 + 100'000;  // 20 us a launch
     for (auto _ : state) {
@@ -341,13 +344,13 @@ void BM_step_floor(benchmark::State& state, StepConfig cfg) {
         bench_device().flusher->flush(stream);
         gpu_busy_wait_ns(stream, head_start_ns);
         timer.start(stream);
-        sequence.launch(stream, StreamingSequence::kWordChoices[c]);
+        sequence.launch(stream, StreamingSequence::kWordChoices[c], hops);
         timer.stop(stream);
         const double device_us = timer.elapsed_us();
         bench_device().flusher->flush(stream);
         bench_device().stream->synchronize();
         const double t0 = now_us();
-        sequence.launch(stream, StreamingSequence::kWordChoices[c]);
+        sequence.launch(stream, StreamingSequence::kWordChoices[c], hops);
         done.record(stream);
         done.wait();
         wall_totals[c] += now_us() - t0;
@@ -358,7 +361,7 @@ void BM_step_floor(benchmark::State& state, StepConfig cfg) {
       ++n;
     }
   } catch (const std::exception& e) {
-    state.SkipWithError((step_floor_name(cfg) + ": " + e.what()).c_str());
+    state.SkipWithError((step_floor_name(cfg, hops) + ": " + e.what()).c_str());
     return;
   }
   if (n == 0) return;
@@ -373,7 +376,10 @@ void BM_step_floor(benchmark::State& state, StepConfig cfg) {
   state.counters["launches"] = static_cast<double>(launches);
   state.counters["floor_bytes"] = static_cast<double>(floor_bytes);
   if (run().copy_gbps > 0) state.counters["floor_us"] = static_cast<double>(floor_bytes) / (run().copy_gbps * 1e3);
-  state.SetLabel("streaming kernel per build of the mode, programmatic launch; CUDA events, L2 flushed");
+  state.counters["hops"] = hops;
+  state.SetLabel(std::string("streaming kernel per build of the mode") +
+                 (hops > 0 ? ", writes after 2 dependent reads (plan entry, table entry)" : "") +
+                 ", programmatic launch; CUDA events, L2 flushed");
 }
 
 // Times one replay per iteration: wall_us from the replay call (L2 flushed, stream idle) until
@@ -638,10 +644,13 @@ void register_benchmarks(const BackendChoice& backends) {
         for (const StepVariant& variant : variants) {
           if (variant.one_launch) continue;
           const StepConfig cfg{backend, model, c.name, variant};
-          benchmark::RegisterBenchmark(step_floor_name(cfg).c_str(), BM_step_floor, cfg)
-              ->UseManualTime()
-              ->Iterations(kStepFloorIterations)
-              ->Unit(benchmark::kMicrosecond);
+          for (int hops : {0, 2}) {
+            if (hops > 0 && !c.has_prefill_rows()) continue;
+            benchmark::RegisterBenchmark(step_floor_name(cfg, hops).c_str(), BM_step_floor, cfg, hops)
+                ->UseManualTime()
+                ->Iterations(kStepFloorIterations)
+                ->Unit(benchmark::kMicrosecond);
+          }
         }
       }
     }

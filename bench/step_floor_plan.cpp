@@ -1,6 +1,8 @@
 // bench/step_floor_plan.h: each mode's builds of a benchmark step, for the byte floors.
 #include "bench/step_floor_plan.h"
 
+#include <algorithm>
+
 #include "bench/bench_cases.h"
 #include "reference/sharing_modes.h"
 
@@ -68,6 +70,9 @@ StepFloorPlans step_floor_plans(const harness::StepShape& shape, const ref::Mode
     built[k] = true;
   }
   if (layers > 0) f.split.insert(f.split.begin(), FloorBuild{window, segment_input, outputs++});  // the one SWA segment
+  for (FloorPlan* plan : {&f.uncached, &f.seed, &f.split, &f.tail, &f.tail_one_launch}) {
+    for (FloorBuild& b : *plan) b.rows = host.step.num_tokens();
+  }
   return f;
 }
 
@@ -80,6 +85,7 @@ std::vector<StreamedBuild> streamed_builds(const FloorPlan& plan) {
     s.write_bytes = b.bytes.outputs;
     s.input = b.input;
     s.output = b.output;
+    s.row_words = std::max<int64_t>(1, (s.write_bytes + 15) / 16 / std::max<int32_t>(1, b.rows));
     builds.push_back(s);
   }
   return builds;

@@ -20,6 +20,7 @@ namespace dsv4::bench {
 struct FloorBuild {
   BuildBytes bytes;
   int input = 0, output = 0;  // region ids
+  int32_t rows = 0;           // the output rows it writes: every token of the step (whole or a part of each)
 };
 using FloorPlan = std::vector<FloorBuild>;
 
@@ -36,7 +37,8 @@ StepFloorPlans step_floor_plans(const harness::StepShape& shape, const ref::Mode
 
 // The plan as StreamingSequence takes it: a build's decode inputs and top-k from its own input
 // region, its metadata and block-table entries from the region every build shares (the
-// step's, L2-resident after the first build), its outputs to its output region.
+// step's, L2-resident after the first build), its outputs to its output region, in rows of
+// its output words a row (the chained floors' rows).
 std::vector<StreamedBuild> streamed_builds(const FloorPlan& plan);
 
 }  // namespace dsv4::bench

@@ -107,5 +107,38 @@ class ChainFloors(unittest.TestCase):
         self.assertEqual(summarize.chain_floor_lines([]), [])
 
 
+class StepChainFloors(unittest.TestCase):
+    KEY = ("cuda", "flash", "prefill8K")
+    STEPS = {KEY: {"cached": {"wall_us": 254.0, "builder_calls": 23, "launches": 23},
+                   "split": {"wall_us": 250.0, "builder_calls": 24, "launches": 24, "target_us": 200.0},
+                   "tail": {"wall_us": 227.0, "builder_calls": 23, "launches": 23, "target_us": 240.0}}}
+    FLOORS = {KEY: {"cached": {"wall_us": 212.0, "device_us": 205.0}, "split": {"wall_us": 198.0, "device_us": 190.0}}}
+    CHAINS = {KEY: {"cached": {"wall_us": 231.0, "device_us": 224.0}, "split": {"error": "x"},
+                    "tail": {"wall_us": 190.0, "device_us": 183.0}}}
+
+    def test_the_chain_floor_column_and_what_each_step_target_needs(self):
+        lines, targets = [], []
+        summarize.modes_section(self.STEPS, lines, targets, self.FLOORS, self.CHAINS)
+        got = {what: (value, target) for what, _, value, target in targets}
+        chain = ("2-read chain floor (streamed as launched, each build's writes after its plan and table "
+                 "entries), wall: a step launched so can meet the target only if this does")
+        # the seed's eager step against issue 8's wall target, the modes against their own
+        self.assertEqual(got[f"flash prefill 8K step, cached: its {chain}"], (231.0, 230.0))
+        self.assertEqual(got[f"flash prefill 8K step, tail: its {chain}"], (190.0, 240.0))
+        self.assertNotIn(f"flash prefill 8K step, split: its {chain}", got)  # its run failed
+        self.assertIn("flash prefill 8K step, split: its measured byte floor (streamed as launched), wall: "
+                      "a step can meet the target only if this does", got)
+        header = next(line for line in lines if line.startswith("| timing |"))
+        self.assertIn("chain floor us", header)
+        cached_row = next(line for line in lines if "| cached |" in line)
+        self.assertIn("231.0 (224.0)", cached_row)
+
+    def test_without_chain_floors_the_table_is_as_before(self):
+        lines, targets = [], []
+        summarize.modes_section(self.STEPS, lines, targets, self.FLOORS)
+        self.assertFalse(any("chain floor" in what for what, _, _, _ in targets))
+        self.assertFalse(any("chain floor" in line for line in lines))
+
+
 if __name__ == "__main__":
     unittest.main()

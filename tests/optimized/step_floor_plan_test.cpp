@@ -68,10 +68,20 @@ TEST_P(StepFloorPlanTest, EachModeMakesItsBuildsWhereItsBuildsReadAndWrite) {
         EXPECT_EQ(most, combined_writers) << at;
         EXPECT_EQ(writers.size(), plan.size() - combined_writers + 1) << at;
       }
-      // StreamingSequence moves every byte the floor counts.
+      // StreamingSequence moves every byte the floor counts, in rows as wide as the build's
+      // (every build writes all T rows of the step, whole or a part of each).
       int64_t streamed = 0;
-      for (const StreamedBuild& s : streamed_builds(plan)) {
+      const harness::StepShape& shape = bench_case(GetParam()).shape;
+      const int64_t rows = int64_t{shape.num_decodes} * shape.decode_tokens_each +
+                           int64_t{shape.num_prefills} * shape.prefill_tokens_each;
+      const std::vector<StreamedBuild> streamed_plan = streamed_builds(plan);
+      for (size_t i = 0; i < plan.size(); ++i) {
+        const StreamedBuild& s = streamed_plan[i];
         streamed += s.own_read_bytes + s.shared_read_bytes + s.write_bytes;
+        EXPECT_EQ(plan[i].rows, rows) << at;
+        const int64_t output_words = (s.write_bytes + 15) / 16;
+        EXPECT_EQ(s.row_words, std::max<int64_t>(1, output_words / rows))  // at least a word (lengths only: less)
+            << at << ": build " << i << ", " << output_words << " words in all";
       }
       EXPECT_EQ(streamed, plan_bytes(plan)) << at;
     }
