@@ -45,6 +45,7 @@ def test_every_case_runs_on_numpy_and_is_written(tmp_path):
         if backend == "cuda":
             launching = {(r["case"], r["shape"]) for r in rows if r["case"] in GATED_CASES}
             assert held == launching and launching, held
-            assert all(r["gated_us_median"] > 0 and r["gpu_us_median"] > 0 for r in rows if r["case"] in GATED_CASES)
+            # (a 0-token build launches nothing: its device time may read 0)
+            assert all(r["gated_us_median"] > 0 and r["gpu_us_median"] >= 0 for r in rows if r["case"] in GATED_CASES)
         else:
             assert not held, held
