@@ -497,10 +497,10 @@ int32_t DependentReadChain::last_value() {
 }
 
 namespace {
-constexpr int kStreamingThreads = 256;
+constexpr int kStreamingThreads = 256;  // the widest CTA of StreamingBytes::kShapes
 
-// Word i of CTA b, thread x, step k: b * kWords * 256 + k * 256 + x (each step of a warp is
-// 512 contiguous bytes). Words below `reads` are read from src, the next `shared_reads` from
+// Word i of CTA b, thread x, step k: b * kWords * kThreads + k * kThreads + x (each step of a
+// warp is 512 contiguous bytes). Words below `reads` are read from src, the next `shared_reads` from
 // shared; words below `writes` are written: the word read where there is one, else the word's
 // index. Words read but not written are XORed into a value stored to `sink` only if it equals
 // kSinkMagic (never, for the buffers' 0x3c fill), so no read is optimized away. Waits for the
@@ -509,12 +509,12 @@ constexpr int kStreamingThreads = 256;
 constexpr int32_t kSinkMagic = 1;
 
 // Loads thread `first`'s kWords words (as above: src below `reads`, then shared, then the index).
-template <int kWords>
+template <int kWords, int kThreads>
 __device__ __forceinline__ void load_words(const int4* src, int64_t reads, const int4* shared, int64_t all_reads,
                                            int64_t first, int4 (&v)[kWords]) {
 #pragma unroll
   for (int k = 0; k < kWords; ++k) {
-    const int64_t i = first + static_cast<int64_t>(k) * kStreamingThreads;
+    const int64_t i = first + static_cast<int64_t>(k) * kThreads;
     v[k] = i < reads       ? __ldg(src + i)
            : i < all_reads ? __ldg(shared + (i - reads))
                            : make_int4(static_cast<int>(i), 0, 0, 0);
@@ -522,13 +522,13 @@ __device__ __forceinline__ void load_words(const int4* src, int64_t reads, const
 }
 
 // Stores the words below `writes`; the words read and not written go to `sink` (never, above).
-template <int kWords>
+template <int kWords, int kThreads>
 __device__ __forceinline__ void store_words(int4* dst, int64_t writes, int64_t all_reads, int64_t first,
                                             const int4 (&v)[kWords], int4* sink) {
   int32_t unwritten = 0;
 #pragma unroll
   for (int k = 0; k < kWords; ++k) {
-    const int64_t i = first + static_cast<int64_t>(k) * kStreamingThreads;
+    const int64_t i = first + static_cast<int64_t>(k) * kThreads;
     if (i < writes) {
       dst[i] = v[k];
     } else if (i < all_reads) {
@@ -545,15 +545,15 @@ __device__ __forceinline__ void wait_prior_grid_and_release_next() {
 #endif
 }
 
-template <int kWords>
-__global__ void __launch_bounds__(kStreamingThreads)
+template <int kWords, int kThreads>
+__global__ void __launch_bounds__(kThreads)
     streaming_bytes_kernel(const int4* src, int64_t reads, const int4* shared, int64_t shared_reads, int4* dst,
                            int64_t writes, int4* sink) {
   wait_prior_grid_and_release_next();
-  const int64_t first = static_cast<int64_t>(blockIdx.x) * kWords * kStreamingThreads + threadIdx.x;
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * kWords * kThreads + threadIdx.x;
   int4 v[kWords];
-  load_words<kWords>(src, reads, shared, reads + shared_reads, first, v);
-  store_words<kWords>(dst, writes, reads + shared_reads, first, v, sink);
+  load_words<kWords, kThreads>(src, reads, shared, reads + shared_reads, first, v);
+  store_words<kWords, kThreads>(dst, writes, reads + shared_reads, first, v, sink);
 }
 
 // The byte floor with a planned build's dependent reads (StreamingBytes::launch with hops):
@@ -563,17 +563,17 @@ __global__ void __launch_bounds__(kStreamingThreads)
 // the last value read (0), so none leaves before the chain ends. The head first, so that its
 // latency hides behind the reads: the order that makes the chain cost least.
 constexpr int32_t kChainTableEntries = 256;
-template <int kWords, int kHops>
-__global__ void __launch_bounds__(kStreamingThreads)
+template <int kWords, int kThreads, int kHops>
+__global__ void __launch_bounds__(kThreads)
     chained_bytes_kernel(const int4* src, int64_t reads, const int4* shared, int64_t shared_reads, int4* dst,
                          int64_t writes, const int2* plan, int32_t row_shift, const int32_t* table, int4* sink) {
   static_assert(kHops == 1 || kHops == 2, "one or two dependent reads");
   wait_prior_grid_and_release_next();
-  const int64_t first = static_cast<int64_t>(blockIdx.x) * kWords * kStreamingThreads + threadIdx.x;
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * kWords * kThreads + threadIdx.x;
   // Read first and whole (both chains use x): ptxas then issues it before the other reads.
   const int2 entry = __ldg(plan + (first >> row_shift));
   int4 v[kWords];
-  load_words<kWords>(src, reads, shared, reads + shared_reads, first, v);
+  load_words<kWords, kThreads>(src, reads, shared, reads + shared_reads, first, v);
   int32_t carried = entry.y;
   if constexpr (kHops == 2) {
     carried += __ldg(table + entry.x);
@@ -582,7 +582,7 @@ __global__ void __launch_bounds__(kStreamingThreads)
   }
 #pragma unroll
   for (int k = 0; k < kWords; ++k) v[k].x += carried;
-  store_words<kWords>(dst, writes, reads + shared_reads, first, v, sink);
+  store_words<kWords, kThreads>(dst, writes, reads + shared_reads, first, v, sink);
 }
 
 int64_t words_of(int64_t bytes) { return (bytes + 15) / 16; }
@@ -615,8 +615,8 @@ void* chain_table() {
   return p;
 }
 
-// Plan entries for grids over `words` words whatever their rows (rows of 1 word, grids of 1
-// word a thread: one a thread of the widest grid).
+// Plan entries for grids over `words` words whatever their rows and shapes (rows of 1 word,
+// grids of 1 word a thread in CTAs of kStreamingThreads: one a thread of the widest grid).
 int64_t chain_plan_entries(int64_t words) {
   return std::max<int64_t>(1, (words + kStreamingThreads - 1) / kStreamingThreads) * kStreamingThreads;
 }
@@ -629,32 +629,39 @@ int32_t row_shift_of(int64_t row_words) {
   return shift;
 }
 
-template <int kWords>
+template <int kWords, int kThreads>
 const void* streaming_kernel_of(int hops) {
-  return hops == 0   ? reinterpret_cast<const void*>(&streaming_bytes_kernel<kWords>)
-         : hops == 1 ? reinterpret_cast<const void*>(&chained_bytes_kernel<kWords, 1>)
-                     : reinterpret_cast<const void*>(&chained_bytes_kernel<kWords, 2>);
+  return hops == 0   ? reinterpret_cast<const void*>(&streaming_bytes_kernel<kWords, kThreads>)
+         : hops == 1 ? reinterpret_cast<const void*>(&chained_bytes_kernel<kWords, kThreads, 1>)
+                     : reinterpret_cast<const void*>(&chained_bytes_kernel<kWords, kThreads, 2>);
 }
 
-// One streaming launch: `words` a thread (1, 2, 4), `hops` 0-2; reads from src then shared,
-// writes to dst (also the never-written sink), plan and table for the chains.
-void launch_streaming(void* stream, int words, int hops, const int4* src, int64_t reads, const int4* shared,
-                      int64_t shared_reads, int4* dst, int64_t writes, const void* plan, int64_t row_words,
-                      const void* table, int4* sink, bool programmatic_launch) {
+template <int kThreads>
+const void* streaming_kernel_of(int words, int hops) {
+  return words == 1   ? streaming_kernel_of<1, kThreads>(hops)
+         : words == 2 ? streaming_kernel_of<2, kThreads>(hops)
+         : words == 4 ? streaming_kernel_of<4, kThreads>(hops)
+                      : nullptr;
+}
+
+// One streaming launch of `shape` (one of StreamingBytes::kShapes), `hops` 0-2; reads from src
+// then shared, writes to dst (also the never-written sink), plan and table for the chains.
+void launch_streaming(void* stream, StreamingShape shape, int hops, const int4* src, int64_t reads,
+                      const int4* shared, int64_t shared_reads, int4* dst, int64_t writes, const void* plan,
+                      int64_t row_words, const void* table, int4* sink, bool programmatic_launch) {
   if (hops < 0 || hops > StreamingBytes::kMaxHops) throw std::invalid_argument("streaming kernels: hops must be 0, 1 or 2");
-  const void* kernel = words == 1   ? streaming_kernel_of<1>(hops)
-                       : words == 2 ? streaming_kernel_of<2>(hops)
-                       : words == 4 ? streaming_kernel_of<4>(hops)
-                                    : nullptr;
-  if (kernel == nullptr) throw std::invalid_argument("streaming kernels: words must be 1, 2 or 4");
+  const void* kernel = shape.threads == kStreamingThreads ? streaming_kernel_of<kStreamingThreads>(shape.words, hops)
+                       : shape.threads == 32              ? streaming_kernel_of<32>(shape.words, hops)
+                                                          : nullptr;
+  if (kernel == nullptr) throw std::invalid_argument("streaming kernels: shape not one of StreamingBytes::kShapes");
   int32_t row_shift = row_shift_of(row_words);
-  const int64_t per_cta = int64_t{words} * kStreamingThreads;
+  const int64_t per_cta = int64_t{shape.words} * shape.threads;
   const int64_t ctas = std::max<int64_t>(1, (std::max(reads + shared_reads, writes) + per_cta - 1) / per_cta);
   const int2* plan_entries = static_cast<const int2*>(plan);
   const int32_t* table_entries = static_cast<const int32_t*>(table);
   void* streaming_params[] = {&src, &reads, &shared, &shared_reads, &dst, &writes, &sink};
   void* chained_params[] = {&src, &reads, &shared, &shared_reads, &dst, &writes, &plan_entries, &row_shift, &table_entries, &sink};
-  launch_ex_checked(kernel, dim3(static_cast<unsigned>(ctas)), dim3(kStreamingThreads),
+  launch_ex_checked(kernel, dim3(static_cast<unsigned>(ctas)), dim3(static_cast<unsigned>(shape.threads)),
                     hops == 0 ? streaming_params : chained_params, programmatic_launch, stream,
                     "cudaLaunchKernelExC(streaming_bytes_kernel / chained_bytes_kernel) / cudaGetLastError");
 }
@@ -692,14 +699,14 @@ void StreamingBytes::reserve(int64_t read_bytes, int64_t write_bytes) {
   if (table_ == nullptr) table_ = chain_table();
 }
 
-void StreamingBytes::launch(void* stream, int64_t read_bytes, int64_t write_bytes, int words, int hops,
+void StreamingBytes::launch(void* stream, int64_t read_bytes, int64_t write_bytes, StreamingShape shape, int hops,
                             int64_t row_words) {
   if (read_bytes < 0 || write_bytes < 0 || words_of(read_bytes) * 16 > src_bytes_ ||
       words_of(write_bytes) * 16 > dst_bytes_) {
     throw std::invalid_argument("StreamingBytes::launch: sizes outside reserve()'s");
   }
   // A plain launch, as kernel_bench launches the builds it times.
-  launch_streaming(stream, words, hops, static_cast<const int4*>(src_), words_of(read_bytes), nullptr, 0,
+  launch_streaming(stream, shape, hops, static_cast<const int4*>(src_), words_of(read_bytes), nullptr, 0,
                    static_cast<int4*>(dst_), words_of(write_bytes), plan_, row_words, table_, static_cast<int4*>(dst_),
                    false);
 }
@@ -764,9 +771,9 @@ void StreamingSequence::release() {
 
 StreamingSequence::~StreamingSequence() { release(); }
 
-void StreamingSequence::launch(void* stream, int words, int hops) {
+void StreamingSequence::launch(void* stream, StreamingShape shape, int hops) {
   for (const StreamedBuild& b : builds_) {
-    launch_streaming(stream, words, hops, static_cast<const int4*>(inputs_[static_cast<size_t>(b.input)]),
+    launch_streaming(stream, shape, hops, static_cast<const int4*>(inputs_[static_cast<size_t>(b.input)]),
                      words_of(b.own_read_bytes), static_cast<const int4*>(shared_), words_of(b.shared_read_bytes),
                      static_cast<int4*>(outputs_[static_cast<size_t>(b.output)]), words_of(b.write_bytes), plan_,
                      b.row_words, table_, static_cast<int4*>(sink_), true);

@@ -247,11 +247,19 @@ class DependentReadChain {
   int32_t* out_ = nullptr;
 };
 
+// A streaming kernel's shape: 16-byte words a thread, threads a CTA.
+struct StreamingShape {
+  int words = 1;
+  int threads = 256;
+  std::string name() const { return "w" + std::to_string(words) + "t" + std::to_string(threads); }
+};
+
 // The byte floor of a build, measured: a streaming kernel that reads `read_bytes` from one
 // buffer and writes `write_bytes` to another in 16-byte words (the word read is the word
 // written, so neither is optimized away), one-shot grid (no grid-stride loop), each thread
 // `words` consecutive-by-CTA words, launched like the builder. No build can move the same
-// bytes in less time than the fastest of its shapes: the kernel benchmark's
+// bytes in less time than the fastest of its shapes (CTAs of 256 threads, and of one warp,
+// which spread a small build over more SMs, as a decode build's CTA a row does): the kernel benchmark's
 // cuda/byte_floor/<model>/<kind>/<case> times it on each case's bytes (build_bytes.h).
 // With hops = 1 or 2 each thread's writes wait for that many dependent reads (the 8-byte plan
 // entry of the row its first word falls in, read first, then a table entry the plan entry
@@ -261,7 +269,7 @@ class DependentReadChain {
 // power of two <= row_words (a shift): at most twice as many plan entries as the build's rows.
 class StreamingBytes {
  public:
-  static constexpr int kWordChoices[3] = {1, 2, 4};  // 16-byte words per thread
+  static constexpr StreamingShape kShapes[6] = {{1, 256}, {2, 256}, {4, 256}, {1, 32}, {2, 32}, {4, 32}};
   static constexpr int kMaxHops = 2;
   StreamingBytes() = default;
   ~StreamingBytes();
@@ -269,9 +277,10 @@ class StreamingBytes {
   StreamingBytes& operator=(const StreamingBytes&) = delete;
   // Grows the buffers (synchronously) to hold the sizes; call before timing.
   void reserve(int64_t read_bytes, int64_t write_bytes);
-  // One launch on `stream`; words is one of kWordChoices, hops 0 to kMaxHops, row_words >= 1
-  // (the chained kernel's row); the sizes within reserve()'s.
-  void launch(void* stream, int64_t read_bytes, int64_t write_bytes, int words, int hops = 0, int64_t row_words = 1);
+  // One launch on `stream`; shape one of kShapes, hops 0 to kMaxHops, row_words >= 1 (the
+  // chained kernel's row); the sizes within reserve()'s.
+  void launch(void* stream, int64_t read_bytes, int64_t write_bytes, StreamingShape shape, int hops = 0,
+              int64_t row_words = 1);
 
  private:
   void* src_ = nullptr;
@@ -299,13 +308,12 @@ struct StreamedBuild {
 };
 class StreamingSequence {
  public:
-  static constexpr int kWordChoices[3] = {1, 2, 4};  // 16-byte words per thread
   explicit StreamingSequence(std::vector<StreamedBuild> builds);  // allocates every region
   ~StreamingSequence();
   StreamingSequence(const StreamingSequence&) = delete;
   StreamingSequence& operator=(const StreamingSequence&) = delete;
-  // Every build in order; words one of kWordChoices, hops 0 to StreamingBytes::kMaxHops.
-  void launch(void* stream, int words, int hops = 0);
+  // Every build in order; shape one of StreamingBytes::kShapes, hops 0 to its kMaxHops.
+  void launch(void* stream, StreamingShape shape, int hops = 0);
   size_t size() const { return builds_.size(); }
 
  private:

@@ -68,13 +68,13 @@ void DependentReadChain::launch(void*, int) { no_cuda("DependentReadChain::launc
 int32_t DependentReadChain::last_value() { no_cuda("DependentReadChain::last_value"); }
 StreamingBytes::~StreamingBytes() = default;
 void StreamingBytes::reserve(int64_t, int64_t) { no_cuda("StreamingBytes::reserve"); }
-void StreamingBytes::launch(void*, int64_t, int64_t, int, int, int64_t) { no_cuda("StreamingBytes::launch"); }
+void StreamingBytes::launch(void*, int64_t, int64_t, StreamingShape, int, int64_t) { no_cuda("StreamingBytes::launch"); }
 StreamingSequence::StreamingSequence(std::vector<StreamedBuild> builds) : builds_(std::move(builds)) {
   no_cuda("StreamingSequence");
 }
 StreamingSequence::~StreamingSequence() = default;
 void StreamingSequence::release() {}
-void StreamingSequence::launch(void*, int, int) { no_cuda("StreamingSequence::launch"); }
+void StreamingSequence::launch(void*, StreamingShape, int) { no_cuda("StreamingSequence::launch"); }
 LaunchFloorGraph::LaunchFloorGraph(void*, int, int, int, bool) : stream_(nullptr) { no_cuda("LaunchFloorGraph"); }
 LaunchFloorGraph::~LaunchFloorGraph() = default;
 void LaunchFloorGraph::replay() { no_cuda("LaunchFloorGraph::replay"); }

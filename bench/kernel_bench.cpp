@@ -65,7 +65,7 @@ namespace dsv4::bench {
 namespace {
 
 constexpr int kCudaIterations = 300;
-constexpr int kByteFloorIterations = 100;  // each times all StreamingBytes::kWordChoices
+constexpr int kByteFloorIterations = 100;  // each times all StreamingBytes::kShapes
 constexpr int64_t kHeadStartNs = 20000;  // 20 us: the host enqueues the build meanwhile
 constexpr double kBuildHostTargetUs = 5.0;
 constexpr double kCacheHitTargetUs = 0.2;
@@ -389,7 +389,8 @@ void BM_launch_floor(benchmark::State& state, Floor floor, int size) {
 
 // The byte floor of a case, measured: StreamingBytes moving the build's bytes (build_bytes.h:
 // inputs read, outputs written), timed exactly as BM_kernel times the build, each iteration
-// once per word choice. device_us is the fastest choice's mean (us_words<n> each). hops > 0:
+// once per shape (StreamingBytes::kShapes). device_us is the fastest shape's mean (us_<shape>
+// each, e.g. us_w1t256). hops > 0:
 // the chain floor, every write after that many dependent reads (StreamingBytes).
 void BM_byte_floor(benchmark::State& state, KernelConfig cfg, int hops) {
   StagedLayer& s = staged_layer(cfg);
@@ -400,7 +401,7 @@ void BM_byte_floor(benchmark::State& state, KernelConfig cfg, int hops) {
   const int64_t writes = s.bytes.outputs, reads = s.bytes.total() - s.bytes.outputs;
   // The chain floor's rows: the build's, in 16-byte words of output.
   const int64_t row_words = std::max<int64_t>(1, (writes / 16) / std::max<int64_t>(1, s.request.num_tokens));
-  constexpr int kChoices = static_cast<int>(std::size(StreamingBytes::kWordChoices));
+  constexpr int kChoices = static_cast<int>(std::size(StreamingBytes::kShapes));
   double totals[kChoices] = {};
   int64_t n = 0;
   try {
@@ -409,7 +410,7 @@ void BM_byte_floor(benchmark::State& state, KernelConfig cfg, int hops) {
     streaming.reserve(reads, writes);
     void* stream = bench_device().stream->get();
     EventTimer timer;
-    for (int c = 0; c < kChoices; ++c) streaming.launch(stream, reads, writes, StreamingBytes::kWordChoices[c], hops, row_words);
+    for (int c = 0; c < kChoices; ++c) streaming.launch(stream, reads, writes, StreamingBytes::kShapes[c], hops, row_words);
     bench_device().stream->synchronize();
     for (auto _ : state) {
       double fastest = 0;
@@ -417,7 +418,7 @@ void BM_byte_floor(benchmark::State& state, KernelConfig cfg, int hops) {
         bench_device().flusher->flush(stream);
         gpu_busy_wait_ns(stream, kHeadStartNs);
         timer.start(stream);
-        streaming.launch(stream, reads, writes, StreamingBytes::kWordChoices[c], hops, row_words);
+        streaming.launch(stream, reads, writes, StreamingBytes::kShapes[c], hops, row_words);
         timer.stop(stream);
         const double us = timer.elapsed_us();
         totals[c] += us;
@@ -434,7 +435,7 @@ void BM_byte_floor(benchmark::State& state, KernelConfig cfg, int hops) {
   double best = 0;
   for (int c = 0; c < kChoices; ++c) {
     const double mean = totals[c] / static_cast<double>(n);
-    state.counters["us_words" + std::to_string(StreamingBytes::kWordChoices[c])] = mean;
+    state.counters["us_" + StreamingBytes::kShapes[c].name()] = mean;
     best = c == 0 ? mean : std::min(best, mean);
   }
   state.counters["device_us"] = best;
@@ -442,7 +443,7 @@ void BM_byte_floor(benchmark::State& state, KernelConfig cfg, int hops) {
   state.counters["read_bytes"] = static_cast<double>(reads);
   state.counters["GBps"] = static_cast<double>(reads + writes) / (best * 1e-6) / 1e9;
   state.counters["hops"] = hops;
-  state.SetLabel(hops == 0 ? "streaming kernel moving the build's bytes (16-byte words, fastest of 1/2/4 per thread); "
+  state.SetLabel(hops == 0 ? "streaming kernel moving the build's bytes (16-byte words, fastest of 1/2/4 per thread in CTAs of 256 or 32); "
                              "CUDA events, L2 flushed"
                            : "the same, each thread's writes after " + std::to_string(hops) +
                                  " dependent read(s) (an 8-byte plan entry a row of the build's width, read first" +

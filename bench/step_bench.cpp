@@ -315,13 +315,13 @@ void BM_step(benchmark::State& state, StepConfig cfg) {
 // over the mode's FloorPlan (one streaming launch per build, each build's bytes, programmatic
 // dependent launch), timed as BM_step times the step: device_us with CUDA events after an L2
 // flush and a head start, wall_us end to end on an idle stream. Once per word choice per
-// iteration; device_us and wall_us are the choice with the fewest device us (us_words<n>: each
+// iteration; device_us and wall_us are the shape with the fewest device us (us_<shape>: each
 // choice's device us). What the builds of a mode take at best as launched, bubbles between
 // launches included: the floor a step target is judged against.
 constexpr int kStepFloorIterations = 20;
 
 void BM_step_floor(benchmark::State& state, StepConfig cfg, int hops) {
-  constexpr int kChoices = static_cast<int>(std::size(StreamingSequence::kWordChoices));
+  constexpr int kChoices = static_cast<int>(std::size(StreamingBytes::kShapes));
   double device_totals[kChoices] = {}, wall_totals[kChoices] = {};
   int64_t n = 0;
   size_t launches = 0;
@@ -335,7 +335,7 @@ void BM_step_floor(benchmark::State& state, StepConfig cfg, int hops) {
     void* stream = cuda_stream(cfg.backend);
     EventTimer timer;
     CompletionEvent done;
-    for (int c = 0; c < kChoices; ++c) sequence.launch(stream, StreamingSequence::kWordChoices[c], hops);  // warm-up
+    for (int c = 0; c < kChoices; ++c) sequence.launch(stream, StreamingBytes::kShapes[c], hops);  // warm-up
     bench_device().stream->synchronize();
     const auto head_start_ns = static_cast<int64_t>(launches) * 20'000 + 100'000;  // 20 us a launch
     for (auto _ : state) {
@@ -344,13 +344,13 @@ void BM_step_floor(benchmark::State& state, StepConfig cfg, int hops) {
         bench_device().flusher->flush(stream);
         gpu_busy_wait_ns(stream, head_start_ns);
         timer.start(stream);
-        sequence.launch(stream, StreamingSequence::kWordChoices[c], hops);
+        sequence.launch(stream, StreamingBytes::kShapes[c], hops);
         timer.stop(stream);
         const double device_us = timer.elapsed_us();
         bench_device().flusher->flush(stream);
         bench_device().stream->synchronize();
         const double t0 = now_us();
-        sequence.launch(stream, StreamingSequence::kWordChoices[c], hops);
+        sequence.launch(stream, StreamingBytes::kShapes[c], hops);
         done.record(stream);
         done.wait();
         wall_totals[c] += now_us() - t0;
@@ -367,7 +367,7 @@ void BM_step_floor(benchmark::State& state, StepConfig cfg, int hops) {
   if (n == 0) return;
   int best = 0;
   for (int c = 0; c < kChoices; ++c) {
-    state.counters["us_words" + std::to_string(StreamingSequence::kWordChoices[c])] =
+    state.counters["us_" + StreamingBytes::kShapes[c].name()] =
         device_totals[c] / static_cast<double>(n);
     if (device_totals[c] < device_totals[best]) best = c;
   }

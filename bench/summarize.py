@@ -46,7 +46,8 @@ COUNTERS = ["device_us", "host_us", "bytes", "GBps", "pct_of_copy_bw", "copy_GBp
             "dev_plus_host_us", "builder_calls", "layers", "gpu_waited_on_host",
             "startup_median_GBps", "tokens", "width", "wall_us", "arg_bytes", "target_us",
             "wall_target_us", "host_target_us", "launches", "floor_bytes", "floor_us", "read_bytes",
-            "us_words1", "us_words2", "us_words4"]
+            "us_words1", "us_words2", "us_words4",  # the streaming floors' shapes, before 2026-12-04 and since
+            "us_w1t256", "us_w2t256", "us_w4t256", "us_w1t32", "us_w2t32", "us_w4t32"]
 
 
 def load(path):
@@ -299,7 +300,8 @@ def kernel_section(doc, lines, targets, floor_notes, peer=None, peer_ctx=None):
             byte_floors["/".join(parts[2:])] = r
     if byte_floors:
         lines.append("- byte floor: a streaming kernel moving exactly the build's bytes (16-byte words, "
-                     "the fastest of 1, 2 or 4 per thread), timed like a build: what those bytes take at best "
+                     "the fastest of 1, 2 or 4 per thread in CTAs of 256 threads or, since 2026-12-04, of 32), "
+                     "timed like a build: what those bytes take at best "
                      "as measured; of floor = floor us / ours (1.00: at the floor)")
     if planned:
         lines.append("- planned: the same build reading the step's token plan (request, position per prefill "
