@@ -26,10 +26,11 @@
 // round trip after the flush) then one store: the latency floor of a small (decode) build.
 // cuda/byte_floor/<model>/<kind>/<case>: a streaming kernel moving exactly the case's bytes,
 // timed like the build: the measured floor of a build of that size (StreamingBytes).
-// cuda/chain_floor/<hops>/<model>/<kind>/<case> (cases with prefill rows): the same bytes, each
-// thread's writes after <hops> dependent reads (its plan entry; 2: then a table entry), as a
-// planned build's columns wait on plan -> block table: 1 is a floor of every build (no output
-// word is known before its row's position), 2 of the translated columns.
+// cuda/chain_floor/<hops>/<model>/<kind>/<case>: the same bytes, each thread's writes after
+// <hops> dependent reads (its row's entry; 2: then a table entry it names), as a planned
+// prefill build's columns wait on plan -> block table and a local-form decode row's on its
+// input -> block table: 1 is a floor of every build (no output word is known before a read),
+// 2 of the translated columns.
 // With --warm_l2 (a diagnostic): no L2 flush before the timed builds.
 // With --shape_sweep: cuda/shape/<threads per row>x<chunks>/<model>/<kind>/<case>, the target
 // cases of issue 8 with every compiled launch shape forced (the policy's tuning data).
@@ -655,8 +656,9 @@ void register_benchmarks(const BackendChoice& backends) {
                 ->Iterations(kByteFloorIterations)
                 ->Unit(benchmark::kMicrosecond);
           }
-          // The prefill builds' chain floors: their rows' writes wait on plan (-> block table).
-          for (int hops = 1; cuda && c.has_prefill_rows() && hops <= StreamingBytes::kMaxHops; ++hops) {
+          // The chain floors: a prefill row's writes wait on its plan entry (-> a block-table
+          // entry), a local-form decode row's on its input (-> a block-table entry).
+          for (int hops = 1; cuda && hops <= StreamingBytes::kMaxHops; ++hops) {
             benchmark::RegisterBenchmark((prefix + "/chain_floor/" + std::to_string(hops) + "/" + model + "/" +
                                           ref::layer_kind_name(kind) + "/" + c.name)
                                              .c_str(),

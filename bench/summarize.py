@@ -247,10 +247,10 @@ def chain_floor_lines(rows):
         return []
     lines = ["- chain floors: the byte floor's kernel with each thread's writes after 1 or 2 dependent reads "
              "(the 8-byte plan entry of its row, rows as wide as the build's, read before its other reads, then a "
-             "table entry it names), as a planned build's outputs wait on plan -> block table: 1 read is a floor "
-             "of every build (no output "
-             "word is known before its row's position), 2 of every translated column (the -1 padding and the "
-             "lengths need only the plan)", "",
+             "table entry it names), as a planned prefill row's outputs wait on plan -> block table and a "
+             "local-form decode row's on input -> block table: 1 read is a floor of every build (no output word "
+             "is known before a read), 2 of every translated column (the -1 padding, the lengths and copied "
+             "columns need only one)", "",
              "| model | kind | case | byte floor us | 1-read floor us | 2-read floor us | ours us | planned us | "
              "target us | target |",
              "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
