@@ -55,6 +55,7 @@
 #include "bench/bench_main.h"
 #include "bench/build_bytes.h"
 #include "bench/keep.h"
+#include "bench/streaming_floors.h"
 #include "harness/compare_build.h"
 #include "kernels/mixed_sparse_indices_policy.h"
 #include "optimized/backend_buffer.h"

@@ -51,6 +51,7 @@
 #include "bench/build_bytes.h"
 #include "bench/step_floor_plan.h"
 #include "bench/step_variant.h"
+#include "bench/streaming_floors.h"
 #include "harness/counting_builder.h"
 #include "harness/sharing_plan.h"
 #include "reference/sharing_modes.h"

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "bench/build_bytes.h"
-#include "bench/gpu_timing.h"
+#include "bench/streaming_floors.h"
 #include "bench/step_variant.h"
 #include "harness/step_factory.h"
 #include "reference/model_schedule.h"
