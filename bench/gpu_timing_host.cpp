@@ -1,4 +1,5 @@
-// gpu_timing.h in a build without CUDA: no device, and every device tool refuses to run.
+// gpu_timing.h and streaming_floors.h in a build without CUDA: no device, and every device
+// tool refuses to run.
 #include <stdexcept>
 #include <utility>
 
@@ -70,7 +71,9 @@ void DependentReadChain::launch(void*, int) { no_cuda("DependentReadChain::launc
 int32_t DependentReadChain::last_value() { no_cuda("DependentReadChain::last_value"); }
 StreamingBytes::~StreamingBytes() = default;
 void StreamingBytes::reserve(int64_t, int64_t) { no_cuda("StreamingBytes::reserve"); }
-void StreamingBytes::launch(void*, int64_t, int64_t, StreamingShape, int, int64_t) { no_cuda("StreamingBytes::launch"); }
+void StreamingBytes::launch(void*, int64_t, int64_t, StreamingShape, int, int64_t) {
+  no_cuda("StreamingBytes::launch");
+}
 StreamingSequence::StreamingSequence(std::vector<StreamedBuild> builds) : builds_(std::move(builds)) {
   no_cuda("StreamingSequence");
 }

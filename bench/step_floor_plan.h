@@ -4,7 +4,7 @@
 // segment) inputs of its own; every build writes an output of its own, except that a
 // tail-only step's C4A builds (and the one-launch window build) all write its one combined
 // buffer. The byte floor is a plan's total; step_bench's cuda/step_floor/... streams the plan
-// (StreamingSequence, bench/gpu_timing.h).
+// (StreamingSequence, bench/streaming_floors.h).
 #pragma once
 #include <cstdint>
 #include <vector>
