@@ -13,12 +13,12 @@ namespace {
 constexpr int kStreamingThreads = 256;  // the widest CTA of StreamingBytes::kShapes
 
 // Word i of CTA b, thread x, step k: b * kWords * kThreads + k * kThreads + x (each step of a
-// warp is 512 contiguous bytes). Words below `reads` are read from src, the next `shared_reads` from
-// shared; words below `writes` are written: the word read where there is one, else the word's
-// index. Words read but not written are XORed into a value stored to `sink` only if it equals
-// kSinkMagic (never, for the buffers' 0x3c fill), so no read is optimized away. Waits for the
-// grid before it and lets the next one launch, as a build does (no-ops unless launched with
-// programmatic dependent launch).
+// warp is 512 contiguous bytes). Words below `reads` are read from src, the next
+// `shared_reads` from shared; words below `writes` are written: the word read where there is
+// one, else the word's index. Words read but not written are XORed into a value stored to
+// `sink` only if it equals kSinkMagic (never, for the buffers' 0x3c fill), so no read is
+// optimized away. Waits for the grid before it and lets the next one launch, as a build does
+// (no-ops unless launched with programmatic dependent launch).
 constexpr int32_t kSinkMagic = 1;
 
 // Loads thread `first`'s kWords words (as above: src below `reads`, then shared, then the index).
@@ -105,7 +105,9 @@ namespace {
 // The chains' plan: `entries` entries, entry r naming table entry r % kChainTableEntries (y = 0).
 void* chain_plan(int64_t entries) {
   std::vector<int2> plan(static_cast<size_t>(entries));
-  for (int64_t r = 0; r < entries; ++r) plan[static_cast<size_t>(r)] = make_int2(static_cast<int>(r % kChainTableEntries), 0);
+  for (int64_t r = 0; r < entries; ++r) {
+    plan[static_cast<size_t>(r)] = make_int2(static_cast<int>(r % kChainTableEntries), 0);
+  }
   void* p = nullptr;
   BENCH_CUDA_CHECK(cudaMalloc(&p, plan.size() * sizeof(int2)));
   const cudaError_t status = cudaMemcpy(p, plan.data(), plan.size() * sizeof(int2), cudaMemcpyHostToDevice);
@@ -162,7 +164,9 @@ const void* streaming_kernel_of(int words, int hops) {
 void launch_streaming(void* stream, StreamingShape shape, int hops, const int4* src, int64_t reads,
                       const int4* shared, int64_t shared_reads, int4* dst, int64_t writes, const void* plan,
                       int64_t row_words, const void* table, int4* sink, bool programmatic_launch) {
-  if (hops < 0 || hops > StreamingBytes::kMaxHops) throw std::invalid_argument("streaming kernels: hops must be 0, 1 or 2");
+  if (hops < 0 || hops > StreamingBytes::kMaxHops) {
+    throw std::invalid_argument("streaming kernels: hops must be 0, 1 or 2");
+  }
   const void* kernel = shape.threads == kStreamingThreads ? streaming_kernel_of<kStreamingThreads>(shape.words, hops)
                        : shape.threads == 32              ? streaming_kernel_of<32>(shape.words, hops)
                                                           : nullptr;
@@ -173,7 +177,8 @@ void launch_streaming(void* stream, StreamingShape shape, int hops, const int4* 
   const int2* plan_entries = static_cast<const int2*>(plan);
   const int32_t* table_entries = static_cast<const int32_t*>(table);
   void* streaming_params[] = {&src, &reads, &shared, &shared_reads, &dst, &writes, &sink};
-  void* chained_params[] = {&src, &reads, &shared, &shared_reads, &dst, &writes, &plan_entries, &row_shift, &table_entries, &sink};
+  void* chained_params[] = {&src,    &reads,        &shared,    &shared_reads,  &dst,
+                            &writes, &plan_entries, &row_shift, &table_entries, &sink};
   launch_ex_checked(kernel, dim3(static_cast<unsigned>(ctas)), dim3(static_cast<unsigned>(shape.threads)),
                     hops == 0 ? streaming_params : chained_params, programmatic_launch, stream,
                     "cudaLaunchKernelExC(streaming_bytes_kernel / chained_bytes_kernel) / cudaGetLastError");
