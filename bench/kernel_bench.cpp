@@ -402,7 +402,7 @@ void BM_byte_floor(benchmark::State& state, KernelConfig cfg, int hops) {
   }
   const int64_t writes = s.bytes.outputs, reads = s.bytes.total() - s.bytes.outputs;
   // The chain floor's rows: the build's, in 16-byte words of output.
-  const int64_t row_words = std::max<int64_t>(1, (writes / 16) / std::max<int64_t>(1, s.request.num_tokens));
+  const int64_t row_words = row_words_of(writes, s.request.num_tokens);
   constexpr int kChoices = static_cast<int>(std::size(StreamingBytes::kShapes));
   double totals[kChoices] = {};
   int64_t n = 0;

@@ -1,8 +1,6 @@
 // bench/step_floor_plan.h: each mode's builds of a benchmark step, for the byte floors.
 #include "bench/step_floor_plan.h"
 
-#include <algorithm>
-
 #include "bench/bench_cases.h"
 #include "reference/sharing_modes.h"
 
@@ -85,7 +83,7 @@ std::vector<StreamedBuild> streamed_builds(const FloorPlan& plan) {
     s.write_bytes = b.bytes.outputs;
     s.input = b.input;
     s.output = b.output;
-    s.row_words = std::max<int64_t>(1, (s.write_bytes + 15) / 16 / std::max<int32_t>(1, b.rows));
+    s.row_words = row_words_of(s.write_bytes, b.rows);
     builds.push_back(s);
   }
   return builds;

@@ -99,9 +99,20 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 int64_t words_of(int64_t bytes) { return (bytes + 15) / 16; }
-}  // namespace
 
-namespace {
+// A device region of max(16, bytes rounded up to 16) bytes, every byte `fill`.
+void* filled_region(int64_t bytes, uint8_t fill) {
+  void* p = nullptr;
+  const size_t size = static_cast<size_t>(std::max<int64_t>(16, words_of(bytes) * 16));
+  BENCH_CUDA_CHECK(cudaMalloc(&p, size));
+  const cudaError_t status = cudaMemset(p, fill, size);
+  if (status != cudaSuccess) {
+    (void)cudaFree(p);
+    check(status, "cudaMemset(streaming floor region)", __FILE__, __LINE__);
+  }
+  return p;
+}
+
 // The chains' plan: `entries` entries, entry r naming table entry r % kChainTableEntries (y = 0).
 void* chain_plan(int64_t entries) {
   std::vector<int2> plan(static_cast<size_t>(entries));
@@ -119,16 +130,7 @@ void* chain_plan(int64_t entries) {
 }
 
 // The chains' table: zeros, what the writes carry.
-void* chain_table() {
-  void* p = nullptr;
-  BENCH_CUDA_CHECK(cudaMalloc(&p, kChainTableEntries * sizeof(int32_t)));
-  const cudaError_t status = cudaMemset(p, 0, kChainTableEntries * sizeof(int32_t));
-  if (status != cudaSuccess) {
-    (void)cudaFree(p);
-    check(status, "cudaMemset(chain table)", __FILE__, __LINE__);
-  }
-  return p;
-}
+void* chain_table() { return filled_region(kChainTableEntries * sizeof(int32_t), 0); }
 
 // Plan entries for grids over `words` words whatever their rows and shapes (rows of 1 word,
 // grids of 1 word a thread in CTAs of kStreamingThreads: one a thread of the widest grid).
@@ -228,20 +230,6 @@ void StreamingBytes::launch(void* stream, int64_t read_bytes, int64_t write_byte
                    static_cast<int4*>(dst_), words_of(write_bytes), plan_, row_words, table_, static_cast<int4*>(dst_),
                    false);
 }
-
-namespace {
-void* filled_region(int64_t bytes, uint8_t fill) {
-  void* p = nullptr;
-  const size_t size = static_cast<size_t>(std::max<int64_t>(16, words_of(bytes) * 16));
-  BENCH_CUDA_CHECK(cudaMalloc(&p, size));
-  const cudaError_t status = cudaMemset(p, fill, size);
-  if (status != cudaSuccess) {
-    (void)cudaFree(p);
-    check(status, "cudaMemset(StreamingSequence region)", __FILE__, __LINE__);
-  }
-  return p;
-}
-}  // namespace
 
 StreamingSequence::StreamingSequence(std::vector<StreamedBuild> builds) : builds_(std::move(builds)) {
   int64_t shared_bytes = 0, widest_words = 0;

@@ -63,6 +63,13 @@ class StreamingBytes {
 // step's one combined output), so what the L2 keeps between builds is what it keeps in the step.
 // With hops (StreamingBytes' chains), every build's writes wait on its rows' plan entries
 // (rows of row_words words; one plan all builds share, as a step's token plan) and table entries.
+// The chains' row width of a build writing `write_bytes` over `rows` rows: its output words a
+// row, at least one (a build of lengths only writes less than a word a row).
+inline int64_t row_words_of(int64_t write_bytes, int64_t rows) {
+  const int64_t words = (write_bytes + 15) / 16;
+  return rows < 1 || words < rows ? 1 : words / rows;
+}
+
 struct StreamedBuild {
   int64_t own_read_bytes = 0;     // from region `input`
   int64_t shared_read_bytes = 0;  // from the region every build shares
