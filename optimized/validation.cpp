@@ -5,6 +5,7 @@
 // the reference's or the binding's own), and only the two validate_* wrappers throw.
 #include "optimized/validation.h"
 
+#include <climits>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -212,17 +213,58 @@ bool request_shape_ok(Checks& check, const BuildRequest& r) {
   return !has_compressed || cache_ok(check, "compressed", r.compressed, r.num_requests);
 }
 
-// Whether every token t in [qsl[q], qsl[q + 1]) has token_to_req[t] == q (and so in range):
-// one pass without a branch per token, which the compiler vectorizes. It runs before a step's
-// first launch: token by token with early exits, an 8,192-token prefill step's check took 6.7 us
-// on this project's 2-core host, 1.0 us this way (kernel_bench cpu/step_check/prefill8K). Only
-// a failing step then looks for its first failure.
-bool tokens_in_their_requests(const int32_t* qsl, const int32_t* token_to_req, int32_t num_requests) {
+// Whether every token t in [qsl[q], qsl[q + 1]) has token_to_req[t] == q (and so in range),
+// given 0 = qsl[0] <= ... <= qsl[R] = T; without a branch on the tokens' values. Long ranges
+// (prefills): each range's tokens in one loop, which the compiler vectorizes (token by token
+// with early exits, an 8,192-token prefill step's check took 6.7 us on this project's 2-core
+// host, 1.0 us this way: kernel_bench cpu/step_check/prefill8K). Short ones (a decode batch,
+// a token a request): one loop over the tokens that follows the request index, since a
+// vectorized loop per one-token range is mostly its own set-up (about 30 instructions a
+// request against 13).
+constexpr int32_t kLongRangeTokens = 4;  // tokens a request on average
+bool tokens_in_their_requests(const int32_t* qsl, const int32_t* token_to_req, int32_t num_requests,
+                              int32_t num_tokens) {
   int32_t mismatch = 0;
-  for (int32_t q = 0; q < num_requests; ++q) {
-    for (int32_t t = qsl[q]; t < qsl[q + 1]; ++t) mismatch |= token_to_req[t] ^ q;
+  if (num_tokens >= int64_t{kLongRangeTokens} * num_requests) {
+    for (int32_t q = 0; q < num_requests; ++q) {
+      for (int32_t t = qsl[q]; t < qsl[q + 1]; ++t) mismatch |= token_to_req[t] ^ q;
+    }
+    return mismatch == 0;
+  }
+  for (int32_t t = 0, q = 0; t < num_tokens; ++t) {
+    while (qsl[q + 1] <= t) ++q;  // the request whose range holds t (qsl[R] = T stops it)
+    mismatch |= token_to_req[t] ^ q;
   }
   return mismatch == 0;
+}
+
+// Whether the host copies pass every check step_structure_ok makes of them: one sweep over the
+// requests that accumulates every request check without a branch (it vectorizes), then the
+// token check. A decode batch has as many requests as tokens, and Python's build() pays this
+// check on every call: made one check after another, each a loop with an early exit, it took
+// 13,300 instructions (0.57 us on this project's 2-core host) for 256 decodes, 6,200 this way
+// (kernel_bench cpu/step_check/decode256_ctx8K under callgrind). Only a failing step then runs
+// the checks in order, to name its first failure.
+bool host_structure_passes(const BuildRequest& r, const StepStructureHost& host) {
+  const int32_t* qsl = host.query_start_loc;
+  const int32_t* seq_lens = host.seq_lens;
+  const int32_t num_requests = r.num_requests;
+  if (qsl[0] != 0 || qsl[num_requests] != r.num_tokens) return false;
+  // In 32 bits, so that the sweep vectorizes: a seq_len above INT32_MAX cannot exist, and a
+  // query length is exact wherever qsl does not decrease (where it does, the step fails anyway).
+  const int64_t capacity = int64_t{r.swa.blocks_per_row} * r.swa.block_size;
+  const int32_t seq_len_max = capacity < INT32_MAX ? static_cast<int32_t>(capacity) : INT32_MAX;
+  const int32_t decode_end = r.num_decode_tokens;
+  int32_t broken = 0;
+  int32_t boundary = decode_end == 0 ? 1 : 0;  // qsl[0] = 0
+  for (int32_t q = 0; q < num_requests; ++q) {
+    const int32_t begin = qsl[q], end = qsl[q + 1], seq_len = seq_lens[q];
+    const auto query_length = static_cast<int32_t>(static_cast<uint32_t>(end) - static_cast<uint32_t>(begin));
+    broken |= (end < begin) | (seq_len < query_length) | (seq_len > seq_len_max);
+    boundary |= end == decode_end;
+  }
+  // Only now 0 = qsl[0] <= ... <= qsl[R] = T: the token check reads tokens [0, T).
+  return broken == 0 && boundary != 0 && tokens_in_their_requests(qsl, host.token_to_req, num_requests, r.num_tokens);
 }
 
 bool step_structure_ok(Checks& check, const BuildRequest& r, const StepStructureHost& host) {
@@ -232,6 +274,7 @@ bool step_structure_ok(Checks& check, const BuildRequest& r, const StepStructure
   if (host.query_start_loc == nullptr) return check.fail("host.query_start_loc is null");
   if (num_requests > 0 && host.seq_lens == nullptr) return check.fail("host.seq_lens is null");
   if (num_tokens > 0 && host.token_to_req == nullptr) return check.fail("host.token_to_req is null");
+  if (host_structure_passes(r, host)) return true;
   const int32_t* qsl = host.query_start_loc;
 
   if (qsl[0] != 0) return check.fail("query_start_loc[0] = ", qsl[0], " must be 0");
@@ -246,17 +289,15 @@ bool step_structure_ok(Checks& check, const BuildRequest& r, const StepStructure
   }
   // Now 0 = qsl[0] <= ... <= qsl[R] = T: every token belongs to exactly one range. The first
   // token (in token order) that breaks that is named.
-  if (!tokens_in_their_requests(qsl, host.token_to_req, num_requests)) {
-    for (int32_t q = 0; q < num_requests; ++q) {
-      for (int32_t t = qsl[q]; t < qsl[q + 1]; ++t) {
-        const int32_t owner = host.token_to_req[t];
-        if (owner < 0 || owner >= num_requests) {
-          return check.fail("token_to_req[", t, "] = ", owner, " is out of range [0, R = ", num_requests, ")");
-        }
-        if (owner != q) {
-          return check.fail("token_to_req[", t, "] = ", owner, " disagrees with query_start_loc: token ", t,
-                            " lies in request ", q, "'s range [", qsl[q], ", ", qsl[q + 1], ")");
-        }
+  for (int32_t q = 0; q < num_requests; ++q) {
+    for (int32_t t = qsl[q]; t < qsl[q + 1]; ++t) {
+      const int32_t owner = host.token_to_req[t];
+      if (owner < 0 || owner >= num_requests) {
+        return check.fail("token_to_req[", t, "] = ", owner, " is out of range [0, R = ", num_requests, ")");
+      }
+      if (owner != q) {
+        return check.fail("token_to_req[", t, "] = ", owner, " disagrees with query_start_loc: token ", t,
+                          " lies in request ", q, "'s range [", qsl[q], ", ", qsl[q + 1], ")");
       }
     }
   }

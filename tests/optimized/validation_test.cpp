@@ -4,6 +4,7 @@
 // reference accepts on random structural mutations.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <climits>
 #include <functional>
 #include <random>
@@ -354,6 +355,65 @@ TEST(Validation, AgreesWithReferenceOnRandomStructuralMutations) {
     if (optimized_rejects) ++rejected_count;
   }
   EXPECT_GT(rejected_count, 100);  // the mutations do break things
+}
+
+// Steps of many requests (decode batches of up to 300, some with prefills behind them), valid
+// and with one entry of the host copies broken anywhere, first or last included: the per-step
+// check rejects exactly what the reference rejects, and says the same in both forms. Random
+// builds are small; these are the sizes whose requests the check passes over in one sweep.
+TEST(Validation, AgreesWithReferenceOnManyRequestSteps) {
+  int rejected_count = 0, accepted_count = 0;
+  for (uint64_t seed = 0; seed < 300; ++seed) {
+    std::mt19937_64 rng(seed);
+    auto uniform = [&rng](int32_t lo, int32_t hi) { return std::uniform_int_distribution<int32_t>(lo, hi)(rng); };
+    harness::StepShape shape;
+    shape.num_decodes = uniform(1, 300);
+    shape.decode_context = uniform(1, 2000);
+    shape.num_prefills = uniform(0, 2);
+    shape.prefill_tokens_each = uniform(1, 40);
+    shape.prefill_context = uniform(0, 300);
+    shape.seed = seed;
+    ref::BuilderInputs in = ref::layer_builder_inputs(harness::make_step(shape), ref::deepseek_v4_flash(), 0, nullptr);
+    const auto R = static_cast<int32_t>(in.seq_lens.size());
+    const auto T = static_cast<int32_t>(in.token_to_req.size());
+    const int32_t capacity = static_cast<int32_t>(in.swa.block_table.cols()) * in.swa.block_size;
+    const auto pick = [&](int32_t n) { return uniform(0, 3) == 0 ? (uniform(0, 1) ? 0 : n - 1) : uniform(0, n - 1); };
+    const int32_t what = uniform(0, 7);
+    switch (what) {
+      case 0: in.query_start_loc(pick(R + 1)) += uniform(-2, 2); break;
+      case 1: in.token_to_req(pick(T)) = uniform(-1, R); break;
+      case 2: in.seq_lens(pick(R)) = uniform(0, 3); break;  // below a prefill's query length
+      case 3: in.seq_lens(pick(R)) = capacity + uniform(0, 1); break;  // the table's capacity, or one past
+      case 4: in.seq_lens(pick(R)) = INT32_MAX - uniform(0, 1); break;
+      case 5: {  // the decode/prefill boundary moved into or past a request
+        const auto D = static_cast<int32_t>(in.decode_swa_indices.rows()) + uniform(-1, 1);
+        in.decode_swa_indices = ref::IndexMatrix::Constant(std::clamp(D, 0, T), in.window, -1);
+        in.prefill_topk = ref::IndexMatrix::Constant(T - in.decode_swa_indices.rows(), in.prefill_topk.cols(), -1);
+        break;
+      }
+      default: break;  // left valid
+    }
+    bool reference_rejects = false;
+    try {
+      ref::validate_builder_inputs(in);
+    } catch (const std::invalid_argument&) {
+      reference_rejects = true;
+    }
+    StagedRequest staged(Backend::kHost, in);
+    const std::string returned = step_structure_error(staged.request(), staged.host());
+    std::string thrown;
+    try {
+      validate_step_structure(staged.request(), staged.host());
+    } catch (const std::invalid_argument& e) {
+      thrown = e.what();
+    }
+    ASSERT_EQ(reference_rejects, !returned.empty())
+        << "seed " << seed << " mutation " << what << " R = " << R << ": " << returned;
+    ASSERT_EQ(returned, thrown) << "seed " << seed;
+    ++(returned.empty() ? accepted_count : rejected_count);
+  }
+  EXPECT_GT(rejected_count, 100);  // the mutations do break things
+  EXPECT_GT(accepted_count, 50);   // and valid steps pass
 }
 
 // The StepIndexer validates once, in its constructor.
