@@ -196,6 +196,12 @@ void launch_empty_kernel(void* stream);
 // The same launched as the builder launches with programmatic dependent launch on
 // (cudaLaunchKernelEx, programmatic stream serialization): the host cost of that attribute.
 void launch_empty_kernel_programmatic(void* stream);
+// The same through the driver API: cuLaunchKernelEx (its entry point and the kernel's
+// CUfunction looked up once), programmatic, the CUresult checked. What the runtime's own work
+// per launch (function lookup, context and stream checks, cudaGetLastError) costs the host,
+// beside launch_empty_kernel_programmatic: whether launching the builder's kernels this way
+// would take a measurable part of a build() call's host time (issue 13's 8 us) away.
+void launch_empty_kernel_driver_programmatic(void* stream);
 // The same with a by-value argument as large (and aligned) as the builder's, so the
 // difference shows the cost of copying the parameters.
 struct LaunchFloorArgs {

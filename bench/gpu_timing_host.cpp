@@ -63,6 +63,7 @@ void gpu_streaming_wait_us(void*, StreamingWait&, const DurationCalibration&, do
 }
 void launch_empty_kernel(void*) { no_cuda("launch_empty_kernel"); }
 void launch_empty_kernel_programmatic(void*) { no_cuda("launch_empty_kernel_programmatic"); }
+void launch_empty_kernel_driver_programmatic(void*) { no_cuda("launch_empty_kernel_driver_programmatic"); }
 void launch_empty_kernel_args(void*, const LaunchFloorArgs&) { no_cuda("launch_empty_kernel_args"); }
 void launch_empty_kernel_sized_args(void*, int) { no_cuda("launch_empty_kernel_sized_args"); }
 DependentReadChain::DependentReadChain() { no_cuda("DependentReadChain"); }

@@ -16,7 +16,8 @@
 // build, host_us the host floor of its launch call. cuda/launch_floor/empty_kernel_args: the
 // same kernel taking a by-value argument of sizeof(MixedSparseIndicesArgs) (arg_bytes), the
 // parameter-copy cost; .../empty_kernel_programmatic: launched with programmatic dependent
-// launch as the builder's default (the attribute's host cost). CUDA backend only (not
+// launch as the builder's default (the attribute's host cost); ..._driver_programmatic: the
+// same through the driver's cuLaunchKernelEx (the runtime's host cost). CUDA backend only (not
 // registered on the host backend).
 // <prefix>/cache_hit/<kind>: StepIndexCache::get_or_build on a hit (target <= 0.2 us);
 // <prefix>/indexer_hit/<kind>: StepIndexer::layer_indices on a hit (request + key + lookup).
@@ -320,11 +321,12 @@ void BM_kernel(benchmark::State& state, KernelConfig cfg) {
 // The launch floors, timed exactly as BM_kernel times a build: an empty kernel (with and
 // without a builder-sized argument), and one thread's chain of `hops` dependent DRAM reads.
 // `size`: the dependent reads' hops, or the sized argument's bytes.
-enum class Floor { kEmpty, kEmptyProgrammatic, kEmptyArgs, kEmptySizedArgs, kDependentReads };
+enum class Floor { kEmpty, kEmptyProgrammatic, kEmptyDriver, kEmptyArgs, kEmptySizedArgs, kDependentReads };
 void BM_launch_floor(benchmark::State& state, Floor floor, int size) {
   const int hops = size, bytes = size;
   const std::string name = floor == Floor::kEmpty               ? "cuda/launch_floor/empty_kernel"
                            : floor == Floor::kEmptyProgrammatic ? "cuda/launch_floor/empty_kernel_programmatic"
+                           : floor == Floor::kEmptyDriver       ? "cuda/launch_floor/empty_kernel_driver_programmatic"
                            : floor == Floor::kEmptyArgs         ? "cuda/launch_floor/empty_kernel_args"
                            : floor == Floor::kEmptySizedArgs    ? "cuda/launch_floor/arg_bytes/" + std::to_string(bytes)
                                                                 : "cuda/launch_floor/dependent_reads_" +
@@ -336,6 +338,7 @@ void BM_launch_floor(benchmark::State& state, Floor floor, int size) {
     switch (floor) {
       case Floor::kEmpty: launch_empty_kernel(stream); break;
       case Floor::kEmptyProgrammatic: launch_empty_kernel_programmatic(stream); break;
+      case Floor::kEmptyDriver: launch_empty_kernel_driver_programmatic(stream); break;
       case Floor::kEmptyArgs: launch_empty_kernel_args(stream, args); break;
       case Floor::kEmptySizedArgs: launch_empty_kernel_sized_args(stream, bytes); break;
       case Floor::kDependentReads: chain->launch(stream, hops); break;
@@ -597,6 +600,7 @@ void register_benchmarks(const BackendChoice& backends) {
       const std::pair<std::string, std::pair<Floor, int>> floors[] = {
           {"empty_kernel", {Floor::kEmpty, 0}},
           {"empty_kernel_programmatic", {Floor::kEmptyProgrammatic, 0}},
+          {"empty_kernel_driver_programmatic", {Floor::kEmptyDriver, 0}},
           {"empty_kernel_args", {Floor::kEmptyArgs, 0}},
           {"dependent_reads_1", {Floor::kDependentReads, 1}},
           {"dependent_reads_2", {Floor::kDependentReads, 2}}};

@@ -152,6 +152,13 @@ def floor_lines(floors):
         out.append(f"- launch floor, empty kernel launched with programmatic dependent launch (cudaLaunchKernelEx, "
                    f"as the builder by default): device {fmt(programmatic.get('device_us'), 2)} us, host "
                    f"{fmt(programmatic.get('host_us'), 2)} us")
+    driver = floors.get("empty_kernel_driver_programmatic")
+    if driver:
+        versus = ""
+        if programmatic and None not in (driver.get("host_us"), programmatic.get("host_us")):
+            versus = f" ({fmt(driver['host_us'] - programmatic['host_us'], 2)} us host against cudaLaunchKernelEx)"
+        out.append(f"- launch floor, the same through the driver API (cuLaunchKernelEx, looked up once): device "
+                   f"{fmt(driver.get('device_us'), 2)} us, host {fmt(driver.get('host_us'), 2)} us{versus}")
     if args:
         extra = ""
         if plain and None not in (args.get("host_us"), plain.get("host_us")):

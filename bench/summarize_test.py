@@ -69,6 +69,22 @@ class GraphVariants(unittest.TestCase):
         self.assertIsNone(summarize.graph_variant("cuda/launch_floor/graph/23x64_hops0"))
 
 
+class LaunchFloorLines(unittest.TestCase):
+    def test_the_driver_launch_beside_the_runtime_launch(self):
+        lines = summarize.floor_lines({
+            "empty_kernel_programmatic": {"device_us": 2.80, "host_us": 4.19},
+            "empty_kernel_driver_programmatic": {"device_us": 2.81, "host_us": 3.70},
+        })
+        driver = [line for line in lines if "cuLaunchKernelEx" in line]
+        self.assertEqual(len(driver), 1)
+        self.assertIn("host 3.70 us", driver[0])
+        self.assertIn("-0.49 us host against cudaLaunchKernelEx", driver[0])
+
+    def test_no_driver_line_without_its_floor(self):
+        lines = summarize.floor_lines({"empty_kernel_programmatic": {"device_us": 2.80, "host_us": 4.19}})
+        self.assertFalse(any("cuLaunchKernelEx" in line for line in lines))
+
+
 class ChainFloors(unittest.TestCase):
     RUNS = {
         "cuda/kernel/flash/C4A/prefill8K": {"device_us": 12.6},
