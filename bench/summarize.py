@@ -205,7 +205,35 @@ def load_peer(path, errors):
     for key, r in results.items():
         if not r.get("matches_reference", False):
             errors.append((f"peer {key}", r.get("mismatch", "does not match the reference")))
+        if r.get("ours_matches_reference") is False:
+            errors.append((f"ours in the peer's loop {key}", r.get("ours_mismatch", "does not match the reference")))
     return results, doc.get("context", {})
+
+
+def same_loop_lines(peer, peer_ctx, runs):
+    """Ours through the Python package and the peer, timed in run_peer.py's one loop (--ours):
+    the comparison no difference between two harnesses can bias, beside kernel_bench's time of
+    the same build and both harnesses' empty-kernel floors. None without such rows."""
+    rows = sorted((key, r) for key, r in (peer or {}).items() if r.get("ours_device_us") is not None)
+    if not rows:
+        return []
+    ctx = peer_ctx or {}
+    ours_floor = runs.get("cuda/launch_floor/empty_kernel", {}).get("device_us")
+    lines = ["### Kernel: ours and the peer timed in one loop\n",
+             f"- run_peer.py --ours: each build after the same L2 flush and head start, CUDA events, median of "
+             f"{ctx.get('reps', '?')}; ours through dsv4_indices.build (torch CUDA tensors); same-loop ratio = "
+             "peer us / ours (> 1: ours is faster); kernel_bench us: the same build timed in C++",
+             f"- floors: the loop's empty Triton kernel {fmt(ctx.get('empty_kernel_device_us'), 2)} us, "
+             f"kernel_bench's empty kernel {fmt(ours_floor, 2)} us\n",
+             "| model | kind | case | ours us (same loop) | peer us | same-loop ratio | ours us (kernel_bench) |",
+             "|---|---|---|---:|---:|---:|---:|"]
+    for key, r in rows:
+        model, kind, case = key.split("/")
+        bench = runs.get(f"cuda/kernel/{key}", {}).get("device_us")
+        lines.append(f"| {model} | {kind} | {case} | {fmt(r['ours_device_us'], 2)} | {fmt(r.get('device_us'), 2)} | "
+                     f"{fmt(ratio(r.get('device_us'), r['ours_device_us']), 2)} | {fmt(bench, 2)} |")
+    lines.append("")
+    return lines
 
 
 def peer_line(ctx, what):
@@ -353,6 +381,7 @@ def kernel_section(doc, lines, targets, floor_notes, peer=None, peer_ctx=None):
                          f"{fmt(r.get('host_us'), 2)} |" + extra)
         lines.append("")
         lines += chain_floor_lines(chain_floor_rows(runs))
+        lines += same_loop_lines(peer, peer_ctx, runs)
         floor_notes += floor_comparisons(kernels, launch_floors(runs))
         for prefix, model, kind, case, r in kernels:
             key = f"{model}/{kind}/{case}"

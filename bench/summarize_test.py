@@ -1,4 +1,5 @@
 """Unit tests of bench/summarize.py's target judgements (run by CTest: bench_summarize_test)."""
+import json
 import os
 import sys
 import unittest
@@ -83,6 +84,41 @@ class LaunchFloorLines(unittest.TestCase):
     def test_no_driver_line_without_its_floor(self):
         lines = summarize.floor_lines({"empty_kernel_programmatic": {"device_us": 2.80, "host_us": 4.19}})
         self.assertFalse(any("cuLaunchKernelEx" in line for line in lines))
+
+
+class SameLoopTable(unittest.TestCase):
+    PEER = {
+        "flash/SWA-only/decode64_ctx8K": {"device_us": 3.55, "ours_device_us": 3.40, "ours_host_us": 9.1,
+                                          "matches_reference": True, "ours_matches_reference": True},
+        "flash/C4A/prefill8K": {"device_us": 14.35, "matches_reference": True},  # ours not run
+    }
+    RUNS = {"cuda/kernel/flash/SWA-only/decode64_ctx8K": {"device_us": 3.85},
+            "cuda/launch_floor/empty_kernel": {"device_us": 2.87}}
+
+    def test_ours_and_the_peer_timed_in_one_loop_with_both_floors(self):
+        lines = summarize.same_loop_lines(self.PEER, {"empty_kernel_device_us": 2.61}, self.RUNS)
+        text = "\n".join(lines)
+        self.assertIn("| flash | SWA-only | decode64_ctx8K | 3.40 | 3.55 | 1.04 | 3.85 |", text)
+        self.assertNotIn("C4A", text)  # no row without ours
+        self.assertIn("empty Triton kernel 2.61 us", text)
+        self.assertIn("kernel_bench's empty kernel 2.87 us", text)
+
+    def test_nothing_without_ours(self):
+        self.assertEqual(summarize.same_loop_lines({"flash/C4A/prefill8K": {"device_us": 14.35}}, {}, {}), [])
+        self.assertEqual(summarize.same_loop_lines(None, None, {}), [])
+
+    def test_a_mismatch_of_ours_is_an_error(self):
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_peer_test.json")
+        with open(path, "w") as f:
+            json.dump({"context": {}, "results": [{"key": "flash/C4A/prefill8K", "matches_reference": True,
+                                                   "ours_matches_reference": False,
+                                                   "ours_mismatch": "row 0 column 1: got 2, want 3"}]}, f)
+        try:
+            errors = []
+            summarize.load_peer(path, errors)
+        finally:
+            os.remove(path)
+        self.assertEqual(errors, [("ours in the peer's loop flash/C4A/prefill8K", "row 0 column 1: got 2, want 3")])
 
 
 class ChainFloors(unittest.TestCase):

@@ -29,6 +29,8 @@
 #              only: for a second device call when the first ran out of time; put the first
 #              run's JSON in OUTDIR beforehand to get the combined summary). The peer needs
 #              python with torch + triton; without them it prints SKIPPED and writes nothing.
+#              Where that python also imports dsv4_indices (scripts/install_python.sh), our
+#              builds are checked and timed in the peer's loop too (run_peer.py --ours).
 # Every stage has a time cap and all end within BENCH_DEADLINE_S (default 560 s) + 25 s for
 # the plot and summary; a failed stage does not stop the later ones; the exit status says
 # whether all succeeded.
@@ -168,10 +170,14 @@ if [ "$peer" != off ]; then
   # The Triton peer on kernel_bench's and step_bench's exact inputs. The inputs (~1 GB) stay
   # in the build folder, out of OUTDIR; a fresh export so no stale config is timed.
   peer_inputs="$build_dir/peer_inputs"
+  # With the Python package installed (scripts/install_python.sh), our builds are timed in the
+  # peer's own loop too (run_peer.py --ours).
+  ours=()
+  "$python" -c "import dsv4_indices" >/dev/null 2>&1 && ours=(--ours)
   rm -rf "$peer_inputs"
   stage bench_inputs 90 "$bin/bench_inputs" --out "$peer_inputs" --step &&
     stage peer 150 "$python" bench/peer/run_peer.py --inputs "$peer_inputs" --out "$out" --step \
-      ${PEER_FILTER:+--filter "$PEER_FILTER"}
+      ${PEER_FILTER:+--filter "$PEER_FILTER"} "${ours[@]}"
   # run_peer.py exits 0 when it skips (no torch/triton/GPU): say so in the status lines.
   [ -f "$out/peer_kernel.json" ] || status_lines+=("peer: no peer_kernel.json (skipped or failed: see its log)")
 fi

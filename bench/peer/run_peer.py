@@ -23,11 +23,20 @@ flushed, stream idle before), device us by events (the host given a head start b
 spin kernel, so launch gaps stay out); graph: the step captured once in a CUDA graph and
 replayed, the same two timings. Medians over --step-reps. -> OUTDIR/peer_step.json
 
+--ours: this project's builder too, through its Python package (dsv4_indices.build, torch
+tensors, the caller's stream), on the same inputs, checked against the same reference and
+timed in the same loop as the peer (ours_device_us, ours_host_us): a comparison in which the
+two harnesses' differences cannot hide (kernel_bench times our builds in C++, with its own
+flush and events). The package must be importable (scripts/install_python.sh, or
+PYTHONPATH=<build>/python of a DSV4_PYTHON=ON build). On CUDA the loop's own floor, an empty
+Triton kernel timed the same way, goes into the JSON's context (empty_kernel_device_us).
+
 --device cpu: correctness only, under the Triton interpreter (TRITON_INTERPRET=1), no
 timing and no JSON. Without torch, triton, numpy or (for cuda) a CUDA device: prints
 "SKIPPED: <why>" and exits 0 without writing results.
 """
 import argparse
+import functools
 import json
 import os
 import re
@@ -53,6 +62,8 @@ def parse_args():
     ap.add_argument("--step-reps", type=int, default=20, help="timed steps / replays per step")
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
                     help="cpu: Triton interpreter, correctness only")
+    ap.add_argument("--ours", action="store_true",
+                    help="also check and time dsv4_indices.build (this project) in the same loop")
     return ap.parse_args()
 
 
@@ -215,9 +226,88 @@ def step_folders(root, pattern):
     return found
 
 
-def run_kernels(peer, configs, reps, results):
-    """Checks every config; times the ones that match (CUDA). Returns the failure count."""
+def time_calls(peer, call, reps):
+    """(median device us, median host us) of call() over reps calls, each after a read-only L2
+    flush and a head start long enough for the host to enqueue it; a few warm-up calls first."""
     torch = peer.torch
+    for _ in range(3):  # warm-up: the first calls of a shape are not the steady state
+        t0 = time.perf_counter()
+        call()
+        last_host_us = (time.perf_counter() - t0) * 1e6
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    device_us, host_us = [], []
+    for _ in range(reps):
+        peer.flush_l2()
+        peer.head_start(head_start_us(last_host_us))  # the host enqueues the call meanwhile
+        start.record()
+        t0 = time.perf_counter()
+        out = call()
+        last_host_us = (time.perf_counter() - t0) * 1e6
+        host_us.append(last_host_us)
+        end.record()
+        end.synchronize()
+        device_us.append(start.elapsed_time(end) * 1000.0)
+        del out
+    return statistics.median(device_us), statistics.median(host_us)
+
+
+def empty_kernel_floor(peer, reps):
+    """Device us of an empty Triton kernel (one program) timed as the builds are: the loop's
+    own floor, beside kernel_bench's empty-kernel floor."""
+    import triton
+
+    @triton.jit
+    def _empty(x_ptr):
+        pass
+
+    x = peer.torch.empty(1, dtype=peer.torch.int32, device=peer.device)
+    return time_calls(peer, lambda: _empty[(1,)](x, num_warps=1), reps)[0]
+
+
+class Ours:
+    """This project's builder through its Python package, called as an engine would: SPEC §3's
+    keyword arguments as torch tensors on the peer's device (CUDA: the host copies of the
+    step's structure beside them), outputs from the builder's workspace, on the current stream."""
+    STRUCTURE = ("query_start_loc", "seq_lens", "token_to_req")
+
+    def __init__(self, module):
+        self.module = module
+
+    def kwargs(self, inputs, meta):
+        kw = dict(window=meta["window"], ratio=meta["ratio"], topk=meta["topk"],
+                  decode_local=bool(meta["decode_local"]), swa_block_size=meta["swa_block_size"])
+        kw.update(inputs)
+        if "compressed_block_table" in inputs:
+            kw["compressed_block_size"] = meta["compressed_block_size"]
+        if inputs["query_start_loc"].is_cuda:
+            for name in self.STRUCTURE:
+                kw[name + "_cpu"] = inputs[name].cpu()
+        return kw
+
+    def build(self, kw, count_errors=False):
+        """(indices, lens), and the content-error count when asked (which synchronizes)."""
+        indices, lens, errors = self.module.build(**kw, count_content_errors=count_errors)
+        return (indices, lens, errors) if count_errors else (indices, lens)
+
+
+def check_and_time_ours(peer, ours, inputs, meta, want, want_lens, reps):
+    """The entry fields of ours on one config: checked against the reference, then timed."""
+    kw = ours.kwargs(inputs, meta)
+    indices, lens, errors = ours.build(kw, count_errors=True)
+    mismatch = peer.first_mismatch((indices, lens), want, want_lens)
+    if mismatch is None and errors != meta["content_errors"]:
+        mismatch = f"content errors {errors}, reference {meta['content_errors']}"
+    del indices, lens
+    if mismatch is not None:
+        return {"ours_matches_reference": False, "ours_mismatch": mismatch}
+    fields = {"ours_matches_reference": True}
+    if peer.cuda:
+        fields["ours_device_us"], fields["ours_host_us"] = time_calls(peer, lambda: ours.build(kw), reps)
+    return fields
+
+
+def run_kernels(peer, configs, reps, results, ours=None):
+    """Checks every config; times the ones that match (CUDA). Returns the failure count."""
     failures = 0
     for key, folder in configs:
         inputs, meta, want, want_lens = peer.load_build(folder)
@@ -235,8 +325,14 @@ def run_kernels(peer, configs, reps, results):
             failures += 1
             results.add(entry)
             continue
+        if ours is not None:
+            entry.update(check_and_time_ours(peer, ours, inputs, meta, want, want_lens, reps))
+            if not entry["ours_matches_reference"]:
+                print(f"run_peer: {key}: ours (dsv4_indices) MISMATCH {entry['ours_mismatch']}")
+                failures += 1
         if not peer.cuda:
-            print(f"run_peer: {key}: matches the reference (T={meta['T']}, width {meta['width']})")
+            print(f"run_peer: {key}: matches the reference (T={meta['T']}, width {meta['width']})"
+                  + (", and so does ours" if entry.get("ours_matches_reference") else ""))
             results.add(entry)
             continue
         del got
@@ -251,25 +347,7 @@ def run_kernels(peer, configs, reps, results):
         del unchecked
         timed = {}
         for checked in (True, False):
-            for _ in range(3):  # warm-up: the first calls of a shape are not the steady state
-                t0 = time.perf_counter()
-                peer.build(inputs, meta, checked)
-                last_host_us = (time.perf_counter() - t0) * 1e6
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            device_us, host_us = [], []
-            for _ in range(reps):
-                peer.flush_l2()
-                peer.head_start(head_start_us(last_host_us))  # the host enqueues the build meanwhile
-                start.record()
-                t0 = time.perf_counter()
-                out = peer.build(inputs, meta, checked)
-                last_host_us = (time.perf_counter() - t0) * 1e6
-                host_us.append(last_host_us)
-                end.record()
-                end.synchronize()
-                device_us.append(start.elapsed_time(end) * 1000.0)
-                del out
-            timed[checked] = (statistics.median(device_us), statistics.median(host_us))
+            timed[checked] = time_calls(peer, functools.partial(peer.build, inputs, meta, checked), reps)
         errors = peer.take_errors()
         if errors != 0:
             print(f"run_peer: {key}: {errors} content errors while timing")
@@ -282,7 +360,9 @@ def run_kernels(peer, configs, reps, results):
                      device_us_engine=timed[False][0], host_us_engine=timed[False][1])
         d, h = timed[True] if timed[True][0] <= timed[False][0] else timed[False]  # the faster form
         entry.update(device_us=d, host_us=h, GBps=meta["bytes"] / (d * 1e-6) / 1e9, reps=reps)
-        print(f"run_peer: {key}: device {d:.2f} us, host {h:.2f} us, {entry['GBps']:.1f} GB/s")
+        print(f"run_peer: {key}: device {d:.2f} us, host {h:.2f} us, {entry['GBps']:.1f} GB/s"
+              + (f"; ours in this loop: device {entry['ours_device_us']:.2f} us, host {entry['ours_host_us']:.2f} us"
+                 if "ours_device_us" in entry else ""))
         results.add(entry)
         del inputs
     return failures
@@ -434,15 +514,27 @@ def main():
         print(f"run_peer: error: no exported config in {args.inputs} matches '{args.filter}'",
               file=sys.stderr)
         return 1
+    ours = None
+    if args.ours:
+        try:
+            import dsv4_indices
+        except ImportError as e:
+            print(f"run_peer: error: --ours needs the package dsv4_indices ({e})", file=sys.stderr)
+            return 1
+        ours = Ours(dsv4_indices)
     peer = Peer(torch, np, builder, args.device)
     context = gpu_context(torch, triton.__version__, peer.cuda)
     context.update(reps=args.reps, l2_flush_bytes=L2_FLUSH_BYTES, inputs=os.path.abspath(args.inputs))
+    if ours is not None:
+        context["ours"] = f"dsv4_indices {dsv4_indices.__version__} ({dsv4_indices.__file__})"
+    if peer.cuda:
+        context["empty_kernel_device_us"] = empty_kernel_floor(peer, args.reps)
     print(f"run_peer: {context.get('gpu', 'CPU (Triton interpreter)')}, torch {torch.__version__}, "
           f"triton {triton.__version__}; {len(configs)} kernel configs, {len(steps)} steps")
     os.makedirs(args.out, exist_ok=True)
     # The interpreter's results are not timings: no JSON for them.
     out = (lambda name: os.path.join(args.out, name)) if peer.cuda else (lambda name: None)
-    failures = run_kernels(peer, configs, args.reps, Results(out("peer_kernel.json"), context))
+    failures = run_kernels(peer, configs, args.reps, Results(out("peer_kernel.json"), context), ours)
     if steps:
         step_context = dict(context, reps=args.step_reps)
         failures += run_steps(peer, steps, args.step_reps, Results(out("peer_step.json"), step_context))
