@@ -4,6 +4,13 @@
 
 #include <type_traits>
 
+#if defined(DSV4_DRIVER_LAUNCH) && DSV4_DRIVER_LAUNCH
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <vector>
+#endif
+
 #include "kernels/decode_chunk_args.h"
 #include "kernels/mixed_sparse_indices_launch.h"
 #include "kernels/mixed_sparse_indices_policy.h"
@@ -505,8 +512,66 @@ LaunchShape mixed_sparse_indices_launch_shape(const MixedSparseIndicesArgs& args
 
 namespace {
 
-KernelStatus launch(const void* kernel, int64_t grid, int32_t cta_threads, void** params, bool programmatic_launch,
-                    cudaStream_t stream, const char* call, int line) {
+#if defined(DSV4_DRIVER_LAUNCH) && DSV4_DRIVER_LAUNCH
+// Trial (DSV4_DRIVER_LAUNCH, a compile definition; off by default): launches through the
+// driver's cuLaunchKernelEx, the kernel's CUfunction looked up once per device, instead of
+// the runtime's cudaLaunchKernelExC (its function lookup and checks on every launch). Issue 13:
+// a runtime launch is about half of a build() call's 8 us of host time on the H200 hosts;
+// kernel_bench's launch_floor/empty_kernel_driver_programmatic says what the driver saves on
+// an empty kernel, this what it saves a build.
+struct DriverFunction {
+  const void* kernel;
+  int device;
+  CUfunction function;
+};
+
+KernelStatus driver_launch(const void* kernel, int64_t grid, int32_t cta_threads, void** params,
+                           bool programmatic_launch, cudaStream_t stream, const char* call, int line) {
+  static const PFN_cuLaunchKernelEx_v11060 launch_ex = [] {
+    void* entry = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuLaunchKernelEx", &entry, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      entry = nullptr;
+    }
+    return reinterpret_cast<PFN_cuLaunchKernelEx_v11060>(entry);
+  }();
+  if (launch_ex == nullptr) return failure(cudaErrorSymbolNotFound, "cudaGetDriverEntryPointByVersion(cuLaunchKernelEx)", line);
+  int device = 0;
+  cudaError_t status = cudaGetDevice(&device);
+  if (status != cudaSuccess) return failure(status, "cudaGetDevice", line);
+  // The kernels a process launches, per device: a few dozen at most.
+  static thread_local std::vector<DriverFunction> functions;
+  CUfunction function = nullptr;
+  for (const DriverFunction& f : functions) {
+    if (f.kernel == kernel && f.device == device) function = f.function;
+  }
+  if (function == nullptr) {
+    cudaFunction_t found = nullptr;
+    status = cudaGetFuncBySymbol(&found, kernel);
+    if (status != cudaSuccess) return failure(status, "cudaGetFuncBySymbol", line);
+    function = reinterpret_cast<CUfunction>(found);
+    functions.push_back(DriverFunction{kernel, device, function});
+  }
+  CUlaunchAttribute programmatic{};
+  programmatic.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  programmatic.value.programmaticStreamSerializationAllowed = 1;
+  CUlaunchConfig launch{};
+  launch.gridDimX = static_cast<unsigned>(grid);
+  launch.gridDimY = launch.gridDimZ = 1;
+  launch.blockDimX = static_cast<unsigned>(cta_threads);
+  launch.blockDimY = launch.blockDimZ = 1;
+  launch.hStream = stream;
+  launch.attrs = programmatic_launch ? &programmatic : nullptr;
+  launch.numAttrs = programmatic_launch ? 1 : 0;
+  const CUresult result = launch_ex(&launch, function, params, nullptr);
+  // (CUresult and cudaError_t share the codes of the launch errors: invalid value, out of resources...)
+  return result == CUDA_SUCCESS ? KernelStatus{} : failure(static_cast<cudaError_t>(result), call, line);
+}
+#endif
+
+KernelStatus runtime_launch(const void* kernel, int64_t grid, int32_t cta_threads, void** params,
+                            bool programmatic_launch, cudaStream_t stream, const char* call, int line) {
   cudaLaunchAttribute programmatic{};
   programmatic.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   programmatic.val.programmaticStreamSerializationAllowed = 1;
@@ -520,6 +585,16 @@ KernelStatus launch(const void* kernel, int64_t grid, int32_t cta_threads, void*
   const cudaError_t last = cudaGetLastError();  // also clears a launch error's state
   if (status == cudaSuccess) status = last;
   return status == cudaSuccess ? KernelStatus{} : failure(status, call, line);
+}
+
+// A build's launch.
+KernelStatus launch(const void* kernel, int64_t grid, int32_t cta_threads, void** params, bool programmatic_launch,
+                    cudaStream_t stream, const char* call, int line) {
+#if defined(DSV4_DRIVER_LAUNCH) && DSV4_DRIVER_LAUNCH
+  return driver_launch(kernel, grid, cta_threads, params, programmatic_launch, stream, call, line);
+#else
+  return runtime_launch(kernel, grid, cta_threads, params, programmatic_launch, stream, call, line);
+#endif
 }
 
 // Eager padding rows [T, T_cap) (SPEC §7): -1 (every byte 0xff) and length 0.
@@ -542,8 +617,10 @@ KernelStatus fill_padding_rows(const MixedSparseIndicesArgs& args, cudaStream_t 
 KernelStatus launch_metadata_check(const MixedSparseIndicesArgs& args, MetadataStatus* status,
                                    const MixedSparseIndicesLaunchConfig& config, cudaStream_t stream) {
   void* params[] = {const_cast<MixedSparseIndicesArgs*>(&args), &status};  // copied at launch
-  return launch(reinterpret_cast<const void*>(&metadata_check_kernel), 1, kCheckThreads, params,
-                config.programmatic_launch, stream, "cudaLaunchKernelExC(metadata_check_kernel)", __LINE__);
+  // Always through the runtime: a step graph tells its check nodes by this kernel's host-side
+  // address (metadata_check_kernel_entry), which a node launched from a CUfunction may not carry.
+  return runtime_launch(reinterpret_cast<const void*>(&metadata_check_kernel), 1, kCheckThreads, params,
+                        config.programmatic_launch, stream, "cudaLaunchKernelExC(metadata_check_kernel)", __LINE__);
 }
 
 const void* metadata_check_kernel_entry() { return reinterpret_cast<const void*>(&metadata_check_kernel); }

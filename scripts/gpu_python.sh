@@ -6,7 +6,9 @@
 # python/bench/bench_binding.py RUNS times, and kernel_bench's launch floors and decode builds
 # (the host cost of a bare launch and of a C++ build() on this same machine, which a Python
 # build() call includes). Logs, JSON and summary.txt go to OUTDIR.
-# Usage: [DEPS=.deps/root] [RUNS=2] scripts/gpu_python.sh OUTDIR [COMMIT]
+# Usage: [DEPS=.deps/root] [RUNS=2] [CUDA_FLAGS=...] [BUILD_DIR=build-py] scripts/gpu_python.sh OUTDIR [COMMIT]
+# CUDA_FLAGS: compile definitions of a trial for the CUDA sources (e.g. -DDSV4_DRIVER_LAUNCH=1),
+# built in its own BUILD_DIR so that a base run and a trial run can follow each other.
 # (COMMIT names the tree in the logs: the device copy's .git may be stale.)
 set -uo pipefail
 out=${1:?usage: gpu_python.sh OUTDIR [COMMIT]}
@@ -28,17 +30,19 @@ run_logged() {  # run_logged NAME LIMIT_S COMMAND...: log $out/NAME.log, verdict
   [ "$rc" = 0 ] && step "$name" ok $((SECONDS - start)) || { status=1; step "$name" "FAILED rc=$rc" $((SECONDS - start)); }
   return $rc
 }
-{ echo "commit $commit"; date -u; nvidia-smi; nvcc --version; python3 -c 'import torch; print("torch", torch.__version__)'; } \
+{ echo "commit $commit${CUDA_FLAGS:+ with CUDA_FLAGS=$CUDA_FLAGS}"; date -u; nvidia-smi; nvcc --version; python3 -c 'import torch; print("torch", torch.__version__)'; } \
   > "$out/env.txt" 2>&1
 run_logged python_env 120 ./scripts/python_env.sh || exit 1
 generator=(); command -v ninja >/dev/null && generator=(-G Ninja)
-run_logged configure 120 cmake -S . -B build-py "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DDSV4_CUDA=ON \
-  -DCMAKE_CUDA_ARCHITECTURES=90 -DDSV4_PYTHON=ON -DPython_EXECUTABLE="$PWD/build-venv/bin/python" "${deps_args[@]}" ||
+build=${BUILD_DIR:-build-py}
+run_logged configure 120 cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DDSV4_CUDA=ON \
+  -DCMAKE_CUDA_ARCHITECTURES=90 "-DCMAKE_CUDA_FLAGS=${CUDA_FLAGS:-}" -DDSV4_PYTHON=ON \
+  -DPython_EXECUTABLE="$PWD/build-venv/bin/python" "${deps_args[@]}" ||
   { tail -40 "$out/configure.log"; exit 1; }
 # The package (module, .py copies, stubs) and kernel_bench only: the rest of the tree is not run here.
-run_logged build 400 cmake --build build-py -j "$(nproc)" --target _core dsv4_indices_package dsv4_indices_stub \
+run_logged build 400 cmake --build "$build" -j "$(nproc)" --target _core dsv4_indices_package dsv4_indices_stub \
   kernel_bench || { tail -40 "$out/build.log"; exit 1; }
-export PYTHONPATH=$PWD/build-py/python
+export PYTHONPATH=$PWD/$build/python
 # The tests and benchmarks run on python3 itself (the one with torch and numpy: an offline
 # H200 venv does not see its numpy), with pytest from .whl/ when it lacks it.
 py=${PYTHON:-python3}
@@ -50,7 +54,7 @@ for ((i = 1; i <= runs; ++i)); do
   run_logged "bench_binding_$i" 300 "$py" python/bench/bench_binding.py --json "$out/h200-$commit-$i.json"
   cp "$out/bench_binding_$i.log" "$out/h200-$commit-$i.txt"
 done
-run_logged kernel_bench_host 120 ./build-py/bench/kernel_bench --backends=cuda \
+run_logged kernel_bench_host 120 "./$build/bench/kernel_bench" --backends=cuda \
   --benchmark_filter='cuda/(launch_floor/empty_kernel|kernel/flash/(SWA-only|C4A)/decode64_ctx8K/)' \
   --benchmark_repetitions=3 --benchmark_out="$out/kernel_bench_host.json" --benchmark_out_format=json
 exit $status

@@ -8,6 +8,7 @@
 # Writes OUTDIR/<variant>_<round>.{json,txt}, build_<variant>.log, compare.txt, nvidia-smi.txt
 # (ARCHIVE=1: all but compare.txt packed into OUTDIR/logs.tar.gz, for a device call).
 # BENCH=step_bench runs step_bench instead (its steps check builder calls and content errors).
+# METRIC=host_us compares the build() call's host time instead of device us (launch-path trials).
 # Usage: [DEPS=.deps/root] [BENCH=kernel_bench] [ROUNDS=2] [REPS=3] [TIMEOUT=150 (s a run)] scripts/gpu_trial.sh OUTDIR FILTER VARIANT...
 #   e.g. scripts/gpu_trial.sh /tmp/t 'cuda/kernel_planned/[^/]+/C4A/prefill8K/' base \
 #        rotate:-DDSV4_ROTATE_PASSES=1
@@ -66,7 +67,7 @@ for name in "${names[@]}"; do
   [ ${#groups[@]} -eq 0 ] || groups+=(--)
   groups+=("$out/${name}"_*.json)
 done
-python3 bench/compare_ab.py "${groups[@]}" > "$out/compare.txt" 2>&1 || status=1
+python3 bench/compare_ab.py ${METRIC:+--metric "$METRIC"} "${groups[@]}" > "$out/compare.txt" 2>&1 || status=1
 cat "$out/compare.txt"
 echo "total: $((SECONDS - start)) s"
 archive_outputs "$out" compare.txt  # ARCHIVE=1: the JSON, logs and nvidia-smi.txt in logs.tar.gz
