@@ -4,12 +4,10 @@
 
 #include <type_traits>
 
-#if defined(DSV4_DRIVER_LAUNCH) && DSV4_DRIVER_LAUNCH
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
 #include <vector>
-#endif
 
 #include "kernels/decode_chunk_args.h"
 #include "kernels/mixed_sparse_indices_launch.h"
@@ -526,31 +524,35 @@ LaunchShape mixed_sparse_indices_launch_shape(const MixedSparseIndicesArgs& args
 
 namespace {
 
-#if defined(DSV4_DRIVER_LAUNCH) && DSV4_DRIVER_LAUNCH
-// Trial (DSV4_DRIVER_LAUNCH, a compile definition; off by default): launches through the
-// driver's cuLaunchKernelEx, the kernel's CUfunction looked up once per device, instead of
-// the runtime's cudaLaunchKernelExC (its function lookup and checks on every launch). Issue 13:
-// a runtime launch is about half of a build() call's 8 us of host time on the H200 hosts;
-// kernel_bench's launch_floor/empty_kernel_driver_programmatic says what the driver saves on
-// an empty kernel, this what it saves a build.
+// The build kernels launch through the driver's cuLaunchKernelEx, each kernel's CUfunction
+// looked up once per device and thread, instead of the runtime's cudaLaunchKernelExC (its
+// function lookup and checks on every launch): on an H200 host an empty kernel's launch took
+// 3.62 us of host time this way against 4.05 (3.39 against 3.76 in a second run), and Python's
+// build() ran every test with torch CUDA (bench/results/2026-12-05-h200-driver-launch/). Where
+// the driver has no cuLaunchKernelEx, the runtime launches (runtime_launch).
 struct DriverFunction {
   const void* kernel;
   int device;
   CUfunction function;
 };
 
-KernelStatus driver_launch(const void* kernel, int64_t grid, int32_t cta_threads, void** params,
-                           bool programmatic_launch, cudaStream_t stream, const char* call, int line) {
-  static const PFN_cuLaunchKernelEx_v11060 launch_ex = [] {
-    void* entry = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    if (cudaGetDriverEntryPointByVersion("cuLaunchKernelEx", &entry, 12000, cudaEnableDefault, &found) != cudaSuccess ||
-        found != cudaDriverEntryPointSuccess) {
-      entry = nullptr;
+PFN_cuLaunchKernelEx_v11060 driver_launch_entry() {
+  static const PFN_cuLaunchKernelEx_v11060 entry = [] {
+    void* found = nullptr;
+    cudaDriverEntryPointQueryResult result{};
+    if (cudaGetDriverEntryPointByVersion("cuLaunchKernelEx", &found, 12000, cudaEnableDefault, &result) != cudaSuccess ||
+        result != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();  // not an error of any launch
+      found = nullptr;
     }
-    return reinterpret_cast<PFN_cuLaunchKernelEx_v11060>(entry);
+    return reinterpret_cast<PFN_cuLaunchKernelEx_v11060>(found);
   }();
-  if (launch_ex == nullptr) return failure(cudaErrorSymbolNotFound, "cudaGetDriverEntryPointByVersion(cuLaunchKernelEx)", line);
+  return entry;
+}
+
+KernelStatus driver_launch(PFN_cuLaunchKernelEx_v11060 launch_ex, const void* kernel, int64_t grid,
+                           int32_t cta_threads, void** params, bool programmatic_launch, cudaStream_t stream,
+                           const char* call, int line) {
   int device = 0;
   cudaError_t status = cudaGetDevice(&device);
   if (status != cudaSuccess) return failure(status, "cudaGetDevice", line);
@@ -582,7 +584,6 @@ KernelStatus driver_launch(const void* kernel, int64_t grid, int32_t cta_threads
   // (CUresult and cudaError_t share the codes of the launch errors: invalid value, out of resources...)
   return result == CUDA_SUCCESS ? KernelStatus{} : failure(static_cast<cudaError_t>(result), call, line);
 }
-#endif
 
 KernelStatus runtime_launch(const void* kernel, int64_t grid, int32_t cta_threads, void** params,
                             bool programmatic_launch, cudaStream_t stream, const char* call, int line) {
@@ -604,11 +605,10 @@ KernelStatus runtime_launch(const void* kernel, int64_t grid, int32_t cta_thread
 // A build's launch.
 KernelStatus launch(const void* kernel, int64_t grid, int32_t cta_threads, void** params, bool programmatic_launch,
                     cudaStream_t stream, const char* call, int line) {
-#if defined(DSV4_DRIVER_LAUNCH) && DSV4_DRIVER_LAUNCH
-  return driver_launch(kernel, grid, cta_threads, params, programmatic_launch, stream, call, line);
-#else
-  return runtime_launch(kernel, grid, cta_threads, params, programmatic_launch, stream, call, line);
-#endif
+  const PFN_cuLaunchKernelEx_v11060 launch_ex = driver_launch_entry();
+  return launch_ex != nullptr
+             ? driver_launch(launch_ex, kernel, grid, cta_threads, params, programmatic_launch, stream, call, line)
+             : runtime_launch(kernel, grid, cta_threads, params, programmatic_launch, stream, call, line);
 }
 
 // Eager padding rows [T, T_cap) (SPEC §7): -1 (every byte 0xff) and length 0.
