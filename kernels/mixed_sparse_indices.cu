@@ -268,23 +268,9 @@ __device__ __forceinline__ void build_decode_chunk(const MixedSparseIndicesArgs&
   const int32_t request = load_input(args.token_to_req + t);
   int32_t v[4] = {-1, -1, -1, -1};
   int32_t length_input = 1;  // decode_compressed_lens[t] (global) or decode_valid[t] (local)
-#if defined(DSV4_DECODE_ROW_FIRST) && DSV4_DECODE_ROW_FIRST
-  // Trial (DSV4_DECODE_ROW_FIRST, a compile definition; off by default): the window row's
-  // address is formed before any test on the row, so that its two parameters (pointer, stride)
-  // load at the kernel's start with the others instead of after the tests they would otherwise
-  // wait behind (SWA-only 64 decodes: 0.16 us behind the peer under Nsight,
-  // bench/results/2026-12-04-h200-peer-ncu-c128a/).
-  const int64_t swa_row = reinterpret_cast<int64_t>(args.decode_swa_indices) +
-                          (static_cast<int64_t>(t) * args.decode_swa_stride + c0) * static_cast<int64_t>(sizeof(int32_t));
-  asm volatile("" ::"l"(swa_row));
-#endif
   if (has_input_row && written) {
     if (j0 < 0) {
-#if defined(DSV4_DECODE_ROW_FIRST) && DSV4_DECODE_ROW_FIRST
-      load_stream4(reinterpret_cast<const int32_t*>(swa_row), v);
-#else
       load_stream4(args.decode_swa_indices + static_cast<int64_t>(t) * args.decode_swa_stride + c0, v);
-#endif
     } else if constexpr (kForm != DecodeForm::kWindowOnly) {
       // Columns j < Kd hold values (threads past the row have j0 >= P >= Kd: nothing read).
       const int32_t* in = args.decode_compressed + static_cast<int64_t>(t) * args.decode_compressed_stride + j0;

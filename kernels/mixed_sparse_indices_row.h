@@ -454,19 +454,8 @@ DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArg
       if (i < compressed_chunks) finish_prefill_compressed_chunk(a, p, 4 * i, v[b], compressed_out, errors);
     }
   };
-  // Trial (DSV4_WINDOW_FIRST_NARROW, a compile definition; off by default): rows with no more
-  // compressed than window chunks (C128A with E <= W) store their window first. Every row
-  // doing so gained 0.2-0.3 us on C128A 8K and lost 0.4-1 us on the wider rows
-  // (bench/results/2026-12-04-h200-load-order-trial/); this asks whether the narrow rows keep
-  // the gain alone.
-#if defined(DSV4_WINDOW_FIRST_NARROW) && DSV4_WINDOW_FIRST_NARROW
-  const bool window_first = Columns::first(a) == 0 && compressed_chunks <= window_chunks;
-#else
-  constexpr bool window_first = false;
-#endif
-  if (window_first) build_prefill_window(a, p, out, rank, group_threads, errors);
   run_pipelined_passes(rank, compressed_chunks, pass, count, va, vb, load_pass, finish_pass);
-  if (Columns::first(a) == 0 && !window_first) build_prefill_window(a, p, out, rank, group_threads, errors);
+  if (Columns::first(a) == 0) build_prefill_window(a, p, out, rank, group_threads, errors);
   return share;
 }
 

@@ -7,7 +7,7 @@
 # (the host cost of a bare launch and of a C++ build() on this same machine, which a Python
 # build() call includes). Logs, JSON and summary.txt go to OUTDIR.
 # Usage: [DEPS=.deps/root] [RUNS=2] [CUDA_FLAGS=...] [BUILD_DIR=build-py] scripts/gpu_python.sh OUTDIR [COMMIT]
-# CUDA_FLAGS: compile definitions of a trial for the CUDA sources (e.g. -DDSV4_DRIVER_LAUNCH=1),
+# CUDA_FLAGS: compile definitions of a trial for the CUDA sources (e.g. -DDSV4_SOME_TRIAL=1),
 # built in its own BUILD_DIR so that a base run and a trial run can follow each other.
 # (COMMIT names the tree in the logs: the device copy's .git may be stale.)
 set -uo pipefail
