@@ -11,6 +11,8 @@
 // as every build of a cached step after its first does (StepIndexCache); cases with prefill
 // rows only (a decode row has no plan entry). The plan is written once, untimed, by a build of
 // the same case.
+// --programmatic_launch: the timed builds launched with programmatic dependent launch, as the
+// Python package and StepIndexer launch them (default: plainly, as the peer's kernel is).
 // cuda/launch_floor/empty_kernel: the same timing around an empty kernel (1 CTA of 32 threads,
 // cudaLaunchKernel + cudaGetLastError like the builder): device_us is the device floor of any
 // build, host_us the host floor of its launch call. cuda/launch_floor/empty_kernel_args: the
@@ -115,6 +117,9 @@ struct Run {
   StagedLayer staged;  // the most recent config only
   bool warm_l2 = false;  // --warm_l2: no flush before a timed build (a diagnostic: cold vs warm)
   bool shape_sweep = false;  // --shape_sweep: every compiled launch shape on the target cases
+  // --programmatic_launch: the timed builds launched as the Python package and the step
+  // launch them (programmatic dependent launch) instead of plainly, as the peer is.
+  bool programmatic_launch = false;
   std::unique_ptr<StreamingBytes> streaming;  // the byte floors' kernel and buffers
   void tear_down() {
     staged = StagedLayer{};
@@ -136,7 +141,7 @@ opt::MixedSparseIndicesBuilder& builder(opt::Backend backend, kernels::LaunchSha
     // overlaps a build with the kernel before it, which here is the L2 flush.
     opt::CudaBuilderOptions options;
     options.forced_shape = shape;
-    options.programmatic_launch = false;
+    options.programmatic_launch = run().programmatic_launch;
     b = opt::make_cuda_builder(cuda_stream(backend), options);
   }
   if (!b) b = make_builder(backend, cuda_stream(backend));
@@ -688,6 +693,7 @@ BenchProgram bench_program() {
   p.take_flags = [](int* argc, char** argv) {
     run().shape_sweep = take_flag(argc, argv, "--shape_sweep");
     run().warm_l2 = take_flag(argc, argv, "--warm_l2");
+    run().programmatic_launch = take_flag(argc, argv, "--programmatic_launch");
   };
   p.start = [](const BackendChoice& backends) {
     Run& r = run();
@@ -695,6 +701,7 @@ BenchProgram bench_program() {
     if (!backends.cuda) {
       std::printf("kernel_bench: launch_floor benchmarks need the CUDA backend: not registered\n");
     }
+    benchmark::AddCustomContext("dsv4_programmatic_launch", r.programmatic_launch ? "on" : "off");
     if (r.warm_l2) {
       std::printf("kernel_bench: --warm_l2: builds are timed WITHOUT an L2 flush (diagnostic only)\n");
       benchmark::AddCustomContext("dsv4_warm_l2", "true");
