@@ -512,10 +512,11 @@ namespace {
 
 // The build kernels launch through the driver's cuLaunchKernelEx, each kernel's CUfunction
 // looked up once per device and thread, instead of the runtime's cudaLaunchKernelExC (its
-// function lookup and checks on every launch): on an H200 host an empty kernel's launch took
-// 3.62 us of host time this way against 4.05 (3.39 against 3.76 in a second run), and Python's
-// build() ran every test with torch CUDA (bench/results/2026-12-05-h200-driver-launch/). Where
-// the driver has no cuLaunchKernelEx, the runtime launches (runtime_launch).
+// function lookup and checks on every launch): an empty kernel's launch took 0.09-0.43 us less
+// host time this way in four runs on two H200 machines (e.g. 3.62 against 4.05 us;
+// bench/results/2026-12-05-h200-driver-launch/). Where the driver has no cuLaunchKernelEx, the
+// runtime launches (runtime_launch). A failed driver launch is reported under its call site's
+// name ("cudaLaunchKernelExC(...)") with the driver's error code.
 struct DriverFunction {
   const void* kernel;
   int device;
