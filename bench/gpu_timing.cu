@@ -135,7 +135,7 @@ __global__ void dependent_reads_kernel(const int32_t* chain, int hops, int32_t* 
   *out = i;
 }
 
-// cudaLaunchKernel + cudaGetLastError, as the builder's launcher does.
+// cudaLaunchKernel + cudaGetLastError, the runtime's plain launch.
 void launch_checked(const void* kernel, void** params, void* stream, const char* call) {
   cudaError_t status =
       cudaLaunchKernel(kernel, dim3(1), dim3(32), params, 0, as_stream(stream));

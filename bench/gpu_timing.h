@@ -193,11 +193,13 @@ double measure_on_stream_us(void* stream, int samples, const std::function<void(
 // The launch floor: an empty kernel (1 CTA of 32 threads) launched the way the builder
 // launches its kernel, cudaLaunchKernel then cudaGetLastError, both checked.
 void launch_empty_kernel(void* stream);
-// The same launched as the builder launches with programmatic dependent launch on
-// (cudaLaunchKernelEx, programmatic stream serialization): the host cost of that attribute.
+// The same launched through the runtime with programmatic dependent launch on
+// (cudaLaunchKernelEx, programmatic stream serialization), as the builder launched before
+// ea831b8: the host cost of that attribute.
 void launch_empty_kernel_programmatic(void* stream);
 // The same through the driver API: cuLaunchKernelEx (its entry point and the kernel's
-// CUfunction looked up once), programmatic, the CUresult checked. What the runtime's own work
+// CUfunction looked up once), programmatic, the CUresult checked: the builder's launch path
+// since ea831b8 (kernels/mixed_sparse_indices.cu driver_launch). What the runtime's own work
 // per launch (function lookup, context and stream checks, cudaGetLastError) costs the host,
 // beside launch_empty_kernel_programmatic: whether launching the builder's kernels this way
 // would take a measurable part of a build() call's host time (issue 13's 8 us) away.
@@ -211,8 +213,8 @@ static_assert(sizeof(LaunchFloorArgs) == sizeof(kernels::MixedSparseIndicesArgs)
               "the floor's argument must be as large as the builder's");
 void launch_empty_kernel_args(void* stream, const LaunchFloorArgs& args);
 // The same with a zeroed by-value argument of each size the builder's launches use (and more
-// between), launched like the builder (cudaLaunchKernelExC, programmatic): what the argument's
-// size costs a launch, as a curve (a decode build's DecodeChunkArgs, a prefill build's
+// between), launched through the runtime with the builder's attribute (cudaLaunchKernelExC,
+// programmatic): what the argument's size costs a launch, as a curve (a decode build's DecodeChunkArgs, a prefill build's
 // PrefillRowsArgs, the group kernel's MixedSparseIndicesArgs, the one-launch kernel's
 // MultiBuildArgs). The H200 runs of 2026-12-03 put a ~0.22 us step between 160 and 368 bytes;
 // 224-320 say where, and so how short a mixed build's argument would have to be.

@@ -14,12 +14,13 @@
 // --programmatic_launch: the timed builds launched with programmatic dependent launch, as the
 // Python package and StepIndexer launch them (default: plainly, as the peer's kernel is).
 // cuda/launch_floor/empty_kernel: the same timing around an empty kernel (1 CTA of 32 threads,
-// cudaLaunchKernel + cudaGetLastError like the builder): device_us is the device floor of any
+// cudaLaunchKernel + cudaGetLastError, the runtime's plain launch): device_us is the device floor of any
 // build, host_us the host floor of its launch call. cuda/launch_floor/empty_kernel_args: the
 // same kernel taking a by-value argument of sizeof(MixedSparseIndicesArgs) (arg_bytes), the
 // parameter-copy cost; .../empty_kernel_programmatic: launched with programmatic dependent
-// launch as the builder's default (the attribute's host cost); ..._driver_programmatic: the
-// same through the driver's cuLaunchKernelEx (the runtime's host cost). CUDA backend only (not
+// launch through the runtime (the attribute's host cost; the builder's launch before ea831b8);
+// ..._driver_programmatic: the same through the driver's cuLaunchKernelEx, as the builder
+// launches its builds since ea831b8 (the runtime's host cost). CUDA backend only (not
 // registered on the host backend).
 // <prefix>/cache_hit/<kind>: StepIndexCache::get_or_build on a hit (target <= 0.2 us);
 // <prefix>/indexer_hit/<kind>: StepIndexer::layer_indices on a hit (request + key + lookup).

@@ -135,7 +135,7 @@ def arg_bytes_lines(runs):
     if not sized:
         return []
     points = ", ".join(f"{b} B {fmt(r.get('device_us'), 2)} / {fmt(r.get('host_us'), 2)}" for b, r in sorted(sized))
-    return [f"- launch floor by argument size, empty kernel launched as the builder launches (device / host us): "
+    return [f"- launch floor by argument size, empty kernel launched through the runtime, programmatic (device / host us): "
             f"{points}"]
 
 
@@ -149,15 +149,16 @@ def floor_lines(floors):
                    f"{fmt(plain.get('host_us'), 2)} us")
     programmatic = floors.get("empty_kernel_programmatic")
     if programmatic:
-        out.append(f"- launch floor, empty kernel launched with programmatic dependent launch (cudaLaunchKernelEx, "
-                   f"as the builder by default): device {fmt(programmatic.get('device_us'), 2)} us, host "
+        out.append(f"- launch floor, empty kernel launched with programmatic dependent launch through the runtime "
+                   f"(cudaLaunchKernelEx, the builder's launch before ea831b8): device {fmt(programmatic.get('device_us'), 2)} us, host "
                    f"{fmt(programmatic.get('host_us'), 2)} us")
     driver = floors.get("empty_kernel_driver_programmatic")
     if driver:
         versus = ""
         if programmatic and None not in (driver.get("host_us"), programmatic.get("host_us")):
             versus = f" ({fmt(driver['host_us'] - programmatic['host_us'], 2)} us host against cudaLaunchKernelEx)"
-        out.append(f"- launch floor, the same through the driver API (cuLaunchKernelEx, looked up once): device "
+        out.append(f"- launch floor, the same through the driver API (cuLaunchKernelEx, looked up once; the builder's launch "
+                   f"since ea831b8): device "
                    f"{fmt(driver.get('device_us'), 2)} us, host {fmt(driver.get('host_us'), 2)} us{versus}")
     if args:
         extra = ""
