@@ -370,6 +370,84 @@ DSV4_HD DSV4_INLINE void finish_prefill_compressed_chunk(const MixedSparseIndice
   store_chunk<4>(compressed_out + j0, v);
 }
 
+#if defined(DSV4_WINDOW_BATCH)
+// TRIAL (off by default): a thread's window chunks k, k + group_threads, ... taken
+// DSV4_WINDOW_BATCH at a time, the table entries of a batch read together before any of its
+// stores (build_prefill_window reads one entry and stores its chunk before the next read: with
+// groups of 8, C128A's rows wait on four table reads in a row). With B >= 4 a chunk's four
+// positions lie in at most two blocks: `low` is the entry of its first position's block,
+// `high` that of its last's when it is another (~0u: not read).
+constexpr int kWindowBatch = DSV4_WINDOW_BATCH;
+struct WindowBatch {
+  uint32_t low[kWindowBatch];
+  uint32_t high[kWindowBatch];
+};
+
+DSV4_HD DSV4_INLINE void load_window_batch(const MixedSparseIndicesArgs& a, const RowPlan& p, int32_t k0,
+                                           int32_t group_threads, WindowBatch& w) {
+  const uint32_t log2 = a.swa.log2_block_size;
+  const uint32_t blocks = static_cast<uint32_t>(a.swa.blocks_per_row);
+  DSV4_UNROLL
+  for (int i = 0; i < kWindowBatch; ++i) {
+    const int32_t c0 = 4 * (k0 + i * group_threads);
+    const uint32_t first = static_cast<uint32_t>(p.swa_start) + static_cast<uint32_t>(c0);
+    const uint32_t b0 = first >> log2;
+    const uint32_t b1 = (first + 3u) >> log2;
+    // (swa_len <= W; B < 4: looked up at the store. A chunk spans two blocks only when
+    // swa_start % 4 != 0, so swa_start > 0 and swa_len = W: then all its positions are wanted.)
+    const bool read = log2 >= 2 && c0 < p.swa_len;
+    w.low[i] = read && b0 < blocks ? static_cast<uint32_t>(load_input(p.swa_table + b0)) : ~0u;
+    w.high[i] = read && b1 != b0 && b1 < blocks ? static_cast<uint32_t>(load_input(p.swa_table + b1)) : ~0u;
+  }
+}
+
+// The batch's chunks (those below W) from their entries: the values and error counts of
+// BlockTableView::lookup for positions swa_start + c, wanted for c < swa_len.
+DSV4_HD DSV4_INLINE void store_window_batch(const MixedSparseIndicesArgs& a, const RowPlan& p, int32_t* out,
+                                            int32_t k0, int32_t group_threads, const WindowBatch& w,
+                                            int32_t* errors) {
+  const uint32_t log2 = a.swa.log2_block_size;
+  const uint32_t mask = static_cast<uint32_t>(a.swa.block_size - 1);
+  DSV4_UNROLL
+  for (int i = 0; i < kWindowBatch; ++i) {
+    const int32_t c0 = 4 * (k0 + i * group_threads);
+    if (c0 >= a.window) break;
+    const uint32_t first = static_cast<uint32_t>(p.swa_start) + static_cast<uint32_t>(c0);
+    int32_t v[4];
+    if (log2 < 2) {
+      DSV4_UNROLL
+      for (int e = 0; e < 4; ++e) {
+        v[e] = a.swa.lookup<true>(p.swa_table, static_cast<int32_t>(first + e), c0 + e < p.swa_len, errors);
+      }
+    } else {
+      const uint32_t b0 = first >> log2;
+      int32_t bad = 0;
+      DSV4_UNROLL
+      for (int e = 0; e < 4; ++e) {
+        const uint32_t position = first + static_cast<uint32_t>(e);
+        const uint32_t physical = position >> log2 == b0 ? w.low[i] : w.high[i];
+        const bool wanted = c0 + e < p.swa_len;
+        const bool fits = physical <= a.swa.max_safe_block;
+        bad += wanted && !fits ? 1 : 0;
+        v[e] = wanted && fits ? static_cast<int32_t>((physical << log2) + (position & mask)) : -1;
+      }
+      *errors += bad;
+    }
+    store_chunk<4>(out + c0, v);
+  }
+}
+
+// The window chunks from k_begin on (k_begin, + group_threads, ...), a batch at a time.
+DSV4_HD DSV4_INLINE void build_prefill_window_from(const MixedSparseIndicesArgs& a, const RowPlan& p, int32_t* out,
+                                                   int32_t k_begin, int32_t group_threads, int32_t* errors) {
+  for (int32_t k0 = k_begin; k0 < a.window / 4; k0 += kWindowBatch * group_threads) {
+    WindowBatch w;
+    load_window_batch(a, p, k0, group_threads, w);
+    store_window_batch(a, p, out, k0, group_threads, w, errors);
+  }
+}
+#endif
+
 // Thread `rank`'s window chunks (rank, rank + group_threads, ...) of a prefill row on the fast
 // path: positions swa_start + c for c < swa_len, looked up in the SWA table, stored at out + c.
 // (Continuing the compressed chunks' round over the ranks instead, so that C128A after 120K
@@ -377,6 +455,9 @@ DSV4_HD DSV4_INLINE void finish_prefill_compressed_chunk(const MixedSparseIndice
 // bench/results/2026-12-04-h200-window-rank-trial/.)
 DSV4_HD DSV4_INLINE void build_prefill_window(const MixedSparseIndicesArgs& a, const RowPlan& p, int32_t* out,
                                               int32_t rank, int32_t group_threads, int32_t* errors) {
+#if defined(DSV4_WINDOW_BATCH)
+  build_prefill_window_from(a, p, out, rank, group_threads, errors);
+#else
   for (int32_t k = rank; k < a.window / 4; k += group_threads) {
     const int32_t c0 = 4 * k;
     int32_t v[4];
@@ -390,6 +471,7 @@ DSV4_HD DSV4_INLINE void build_prefill_window(const MixedSparseIndicesArgs& a, c
     }
     store_chunk<4>(out + c0, v);
   }
+#endif
 }
 
 // The SPEC §8 parts the fast prefill row below writes: the window [0, W), the compressed
@@ -454,8 +536,20 @@ DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArg
       if (i < compressed_chunks) finish_prefill_compressed_chunk(a, p, 4 * i, v[b], compressed_out, errors);
     }
   };
+#if defined(DSV4_WINDOW_BATCH) && defined(DSV4_WINDOW_EARLY)
+  // TRIAL: the first window batch's table reads issued with the plan, before the passes.
+  const bool window = Columns::first(a) == 0;
+  WindowBatch early;
+  if (window) load_window_batch(a, p, rank, group_threads, early);
+  run_pipelined_passes(rank, compressed_chunks, pass, count, va, vb, load_pass, finish_pass);
+  if (window) {
+    store_window_batch(a, p, out, rank, group_threads, early, errors);
+    build_prefill_window_from(a, p, out, rank + kWindowBatch * group_threads, group_threads, errors);
+  }
+#else
   run_pipelined_passes(rank, compressed_chunks, pass, count, va, vb, load_pass, finish_pass);
   if (Columns::first(a) == 0) build_prefill_window(a, p, out, rank, group_threads, errors);
+#endif
   return share;
 }
 
