@@ -482,6 +482,97 @@ DSV4_HD DSV4_INLINE bool fast_prefill_part(const MixedSparseIndicesArgs& a) {
          (a.output_shift == 0 || a.output_shift == a.first_column);
 }
 
+#if defined(DSV4_STAGED_INPUTS) && defined(__CUDA_ARCH__)
+// TRIAL (off by default, device only): a prefill row's top-k inputs staged in shared memory by
+// cp.async (16 bytes a chunk, cached in L2 only), so that all of a thread's input chunks are in
+// flight at once without holding registers (Nsight, C128A after 120K: half the peer's resident
+// warps, 47 % of stalls on L1TEX; bench/results/2026-12-04-h200-peer-ncu-c128a). The first
+// kChunks chunks are issued before the plan, as the register path's first pass; the rest, up to
+// the row's count, after it. Then passes of kStagedPass chunks: their table reads together, then
+// their stores. `stage` is this row's slot, at least 4 * compressed_chunks words.
+constexpr int32_t kStageWords = 8192;  // 32 KiB a CTA, split between its rows
+constexpr int kStagedPass = DSV4_STAGED_INPUTS;  // chunks a pass
+
+__device__ __forceinline__ void stage_chunk(int32_t* stage, const int32_t* in) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(stage));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(in) : "memory");
+}
+
+template <int kChunks, bool kParts, bool kChecked>
+__device__ __forceinline__ void build_prefill_row_staged(const MixedSparseIndicesArgs& a, RowShare& share,
+                                                         int32_t compressed_chunks, int32_t* stage, int32_t rank,
+                                                         int32_t group_threads, int32_t* errors) {
+  using Columns = RowColumns<kParts>;
+  const int32_t* in = share.start.compressed_in;
+  const int32_t readable = min_i32(share.start.compressed_width, 4 * compressed_chunks);
+  const int32_t ahead = rank + kChunks * group_threads;  // chunks below it: staged before the plan
+  DSV4_UNROLL
+  for (int b = 0; b < kChunks; ++b) {
+    const int32_t j0 = 4 * (rank + b * group_threads);
+    if (j0 + 4 <= readable) stage_chunk(stage + j0, in + j0);
+  }
+  share.plan = plan_row<kChecked>(a, share.start);
+  if (!share.plan.request_in_range) {
+    asm volatile("cp.async.wait_all;" ::: "memory");
+    store_minus_one_row<4, kParts>(a, share.start.out, rank, group_threads);
+    return;
+  }
+  const RowPlan& p = share.plan;
+  const int32_t count = p.compressed_count;
+  // A chunk is staged when whole below the count (and below `readable`, before the plan).
+  const auto staged = [&](int32_t i) { return 4 * i + 4 <= count && (i >= ahead || 4 * i + 4 <= readable); };
+  for (int32_t i = rank; i < compressed_chunks && 4 * i + 4 <= count; i += group_threads) {
+    if (i >= ahead || 4 * i + 4 > readable) stage_chunk(stage + 4 * i, in + 4 * i);
+  }
+  asm volatile("cp.async.wait_all;" ::: "memory");
+  int32_t* out = share.start.out;
+  int32_t* compressed_out = out + (a.window - Columns::shift(a));  // column W's place
+  for (int32_t first = rank; first < compressed_chunks; first += kStagedPass * group_threads) {
+    int32_t v[kStagedPass][4];
+    DSV4_UNROLL
+    for (int b = 0; b < kStagedPass; ++b) {
+      const int32_t i = first + b * group_threads;
+      const int32_t j0 = 4 * i;
+      if (i < compressed_chunks && staged(i)) {
+        const int4 x = *reinterpret_cast<const int4*>(stage + j0);
+        v[b][0] = x.x;
+        v[b][1] = x.y;
+        v[b][2] = x.z;
+        v[b][3] = x.w;
+      } else {  // past the count (-1 once translated), or the chunk that straddles it
+        DSV4_UNROLL
+        for (int e = 0; e < 4; ++e) v[b][e] = j0 + e < count && j0 + e < readable ? load_input(in + j0 + e) : -1;
+      }
+    }
+    // (finish_prefill_compressed_chunk's translation, its stores after every chunk's reads)
+    DSV4_UNROLL
+    for (int b = 0; b < kStagedPass; ++b) {
+      const int32_t j0 = 4 * (first + b * group_threads);
+      if (j0 >= count) {
+        DSV4_UNROLL
+        for (int e = 0; e < 4; ++e) v[b][e] = -1;
+        continue;
+      }
+      const uint32_t u0 = static_cast<uint32_t>(v[b][0]);
+      const uint32_t block = u0 >> a.compressed.log2_block_size;
+      if (a.ratio != 4 && v[b][0] >= 0 && static_cast<uint32_t>(v[b][1]) - u0 == 1u &&
+          static_cast<uint32_t>(v[b][2]) - u0 == 2u && static_cast<uint32_t>(v[b][3]) - u0 == 3u &&
+          block == static_cast<uint32_t>(v[b][3]) >> a.compressed.log2_block_size) {
+        a.compressed.lookup_run<4>(p.compressed_table, v[b][0], block, v[b], errors);
+      } else {
+        a.compressed.lookup_indices<4>(p.compressed_table, v[b], errors);
+      }
+    }
+    DSV4_UNROLL
+    for (int b = 0; b < kStagedPass; ++b) {
+      const int32_t i = first + b * group_threads;
+      if (i < compressed_chunks) store_chunk<4>(compressed_out + 4 * i, v[b]);
+    }
+  }
+  if (Columns::first(a) == 0) build_prefill_window(a, p, out, rank, group_threads, errors);
+}
+#endif
+
 // A prefill row on the fast path (power-of-two blocks, 16-byte chunks; with kParts, a
 // fast_prefill_part): the same values, lengths and error counts as the general build_row_share
 // below, in fewer instructions per column (the kernels are issue-bound there: Nsight,
@@ -497,6 +588,18 @@ DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArg
   RowShare share{start_row<RowKinds::kPrefill>(a, t), RowPlan{}, 0};
   const int32_t window_chunks = a.window / 4;
   const int32_t compressed_chunks = Columns::end(a) / 4 - window_chunks;  // written (0: a window part)
+#if defined(DSV4_STAGED_INPUTS) && defined(__CUDA_ARCH__)
+  {
+    __shared__ __align__(16) int32_t stage[kStageWords];
+    const int32_t slot_words = kStageWords / (static_cast<int32_t>(blockDim.x) / group_threads);
+    if (4 * compressed_chunks <= slot_words) {
+      build_prefill_row_staged<kChunks, kParts, kChecked>(
+          a, share, compressed_chunks, stage + static_cast<int32_t>(threadIdx.x) / group_threads * slot_words, rank,
+          group_threads, errors);
+      return share;
+    }
+  }
+#endif
   const int32_t pass = kChunks * group_threads;
   const int32_t* in = share.start.compressed_in;
   // Compressed chunk i's input columns 4i.. below `readable` (-1 past them).
