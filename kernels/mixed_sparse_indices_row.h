@@ -370,84 +370,6 @@ DSV4_HD DSV4_INLINE void finish_prefill_compressed_chunk(const MixedSparseIndice
   store_chunk<4>(compressed_out + j0, v);
 }
 
-#if defined(DSV4_WINDOW_BATCH)
-// TRIAL (off by default): a thread's window chunks k, k + group_threads, ... taken
-// DSV4_WINDOW_BATCH at a time, the table entries of a batch read together before any of its
-// stores (build_prefill_window reads one entry and stores its chunk before the next read: with
-// groups of 8, C128A's rows wait on four table reads in a row). With B >= 4 a chunk's four
-// positions lie in at most two blocks: `low` is the entry of its first position's block,
-// `high` that of its last's when it is another (~0u: not read).
-constexpr int kWindowBatch = DSV4_WINDOW_BATCH;
-struct WindowBatch {
-  uint32_t low[kWindowBatch];
-  uint32_t high[kWindowBatch];
-};
-
-DSV4_HD DSV4_INLINE void load_window_batch(const MixedSparseIndicesArgs& a, const RowPlan& p, int32_t k0,
-                                           int32_t group_threads, WindowBatch& w) {
-  const uint32_t log2 = a.swa.log2_block_size;
-  const uint32_t blocks = static_cast<uint32_t>(a.swa.blocks_per_row);
-  DSV4_UNROLL
-  for (int i = 0; i < kWindowBatch; ++i) {
-    const int32_t c0 = 4 * (k0 + i * group_threads);
-    const uint32_t first = static_cast<uint32_t>(p.swa_start) + static_cast<uint32_t>(c0);
-    const uint32_t b0 = first >> log2;
-    const uint32_t b1 = (first + 3u) >> log2;
-    // (swa_len <= W; B < 4: looked up at the store. A chunk spans two blocks only when
-    // swa_start % 4 != 0, so swa_start > 0 and swa_len = W: then all its positions are wanted.)
-    const bool read = log2 >= 2 && c0 < p.swa_len;
-    w.low[i] = read && b0 < blocks ? static_cast<uint32_t>(load_input(p.swa_table + b0)) : ~0u;
-    w.high[i] = read && b1 != b0 && b1 < blocks ? static_cast<uint32_t>(load_input(p.swa_table + b1)) : ~0u;
-  }
-}
-
-// The batch's chunks (those below W) from their entries: the values and error counts of
-// BlockTableView::lookup for positions swa_start + c, wanted for c < swa_len.
-DSV4_HD DSV4_INLINE void store_window_batch(const MixedSparseIndicesArgs& a, const RowPlan& p, int32_t* out,
-                                            int32_t k0, int32_t group_threads, const WindowBatch& w,
-                                            int32_t* errors) {
-  const uint32_t log2 = a.swa.log2_block_size;
-  const uint32_t mask = static_cast<uint32_t>(a.swa.block_size - 1);
-  DSV4_UNROLL
-  for (int i = 0; i < kWindowBatch; ++i) {
-    const int32_t c0 = 4 * (k0 + i * group_threads);
-    if (c0 >= a.window) break;
-    const uint32_t first = static_cast<uint32_t>(p.swa_start) + static_cast<uint32_t>(c0);
-    int32_t v[4];
-    if (log2 < 2) {
-      DSV4_UNROLL
-      for (int e = 0; e < 4; ++e) {
-        v[e] = a.swa.lookup<true>(p.swa_table, static_cast<int32_t>(first + e), c0 + e < p.swa_len, errors);
-      }
-    } else {
-      const uint32_t b0 = first >> log2;
-      int32_t bad = 0;
-      DSV4_UNROLL
-      for (int e = 0; e < 4; ++e) {
-        const uint32_t position = first + static_cast<uint32_t>(e);
-        const uint32_t physical = position >> log2 == b0 ? w.low[i] : w.high[i];
-        const bool wanted = c0 + e < p.swa_len;
-        const bool fits = physical <= a.swa.max_safe_block;
-        bad += wanted && !fits ? 1 : 0;
-        v[e] = wanted && fits ? static_cast<int32_t>((physical << log2) + (position & mask)) : -1;
-      }
-      *errors += bad;
-    }
-    store_chunk<4>(out + c0, v);
-  }
-}
-
-// The window chunks from k_begin on (k_begin, + group_threads, ...), a batch at a time.
-DSV4_HD DSV4_INLINE void build_prefill_window_from(const MixedSparseIndicesArgs& a, const RowPlan& p, int32_t* out,
-                                                   int32_t k_begin, int32_t group_threads, int32_t* errors) {
-  for (int32_t k0 = k_begin; k0 < a.window / 4; k0 += kWindowBatch * group_threads) {
-    WindowBatch w;
-    load_window_batch(a, p, k0, group_threads, w);
-    store_window_batch(a, p, out, k0, group_threads, w, errors);
-  }
-}
-#endif
-
 // Thread `rank`'s window chunks (rank, rank + group_threads, ...) of a prefill row on the fast
 // path: positions swa_start + c for c < swa_len, looked up in the SWA table, stored at out + c.
 // (Continuing the compressed chunks' round over the ranks instead, so that C128A after 120K
@@ -455,9 +377,6 @@ DSV4_HD DSV4_INLINE void build_prefill_window_from(const MixedSparseIndicesArgs&
 // bench/results/2026-12-04-h200-window-rank-trial/.)
 DSV4_HD DSV4_INLINE void build_prefill_window(const MixedSparseIndicesArgs& a, const RowPlan& p, int32_t* out,
                                               int32_t rank, int32_t group_threads, int32_t* errors) {
-#if defined(DSV4_WINDOW_BATCH)
-  build_prefill_window_from(a, p, out, rank, group_threads, errors);
-#else
   for (int32_t k = rank; k < a.window / 4; k += group_threads) {
     const int32_t c0 = 4 * k;
     int32_t v[4];
@@ -471,7 +390,6 @@ DSV4_HD DSV4_INLINE void build_prefill_window(const MixedSparseIndicesArgs& a, c
     }
     store_chunk<4>(out + c0, v);
   }
-#endif
 }
 
 // The SPEC §8 parts the fast prefill row below writes: the window [0, W), the compressed
@@ -481,97 +399,6 @@ DSV4_HD DSV4_INLINE bool fast_prefill_part(const MixedSparseIndicesArgs& a) {
   return (a.first_column == 0 || a.first_column == a.window) && (a.end_column == a.window || a.end_column == a.row_width) &&
          (a.output_shift == 0 || a.output_shift == a.first_column);
 }
-
-#if defined(DSV4_STAGED_INPUTS) && defined(__CUDA_ARCH__)
-// TRIAL (off by default, device only): a prefill row's top-k inputs staged in shared memory by
-// cp.async (16 bytes a chunk, cached in L2 only), so that all of a thread's input chunks are in
-// flight at once without holding registers (Nsight, C128A after 120K: half the peer's resident
-// warps, 47 % of stalls on L1TEX; bench/results/2026-12-04-h200-peer-ncu-c128a). The first
-// kChunks chunks are issued before the plan, as the register path's first pass; the rest, up to
-// the row's count, after it. Then passes of kStagedPass chunks: their table reads together, then
-// their stores. `stage` is this row's slot, at least 4 * compressed_chunks words.
-constexpr int32_t kStageWords = 8192;  // 32 KiB a CTA, split between its rows
-constexpr int kStagedPass = DSV4_STAGED_INPUTS;  // chunks a pass
-
-__device__ __forceinline__ void stage_chunk(int32_t* stage, const int32_t* in) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(stage));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(in) : "memory");
-}
-
-template <int kChunks, bool kParts, bool kChecked>
-__device__ __forceinline__ void build_prefill_row_staged(const MixedSparseIndicesArgs& a, RowShare& share,
-                                                         int32_t compressed_chunks, int32_t* stage, int32_t rank,
-                                                         int32_t group_threads, int32_t* errors) {
-  using Columns = RowColumns<kParts>;
-  const int32_t* in = share.start.compressed_in;
-  const int32_t readable = min_i32(share.start.compressed_width, 4 * compressed_chunks);
-  const int32_t ahead = rank + kChunks * group_threads;  // chunks below it: staged before the plan
-  DSV4_UNROLL
-  for (int b = 0; b < kChunks; ++b) {
-    const int32_t j0 = 4 * (rank + b * group_threads);
-    if (j0 + 4 <= readable) stage_chunk(stage + j0, in + j0);
-  }
-  share.plan = plan_row<kChecked>(a, share.start);
-  if (!share.plan.request_in_range) {
-    asm volatile("cp.async.wait_all;" ::: "memory");
-    store_minus_one_row<4, kParts>(a, share.start.out, rank, group_threads);
-    return;
-  }
-  const RowPlan& p = share.plan;
-  const int32_t count = p.compressed_count;
-  // A chunk is staged when whole below the count (and below `readable`, before the plan).
-  const auto staged = [&](int32_t i) { return 4 * i + 4 <= count && (i >= ahead || 4 * i + 4 <= readable); };
-  for (int32_t i = rank; i < compressed_chunks && 4 * i + 4 <= count; i += group_threads) {
-    if (i >= ahead || 4 * i + 4 > readable) stage_chunk(stage + 4 * i, in + 4 * i);
-  }
-  asm volatile("cp.async.wait_all;" ::: "memory");
-  int32_t* out = share.start.out;
-  int32_t* compressed_out = out + (a.window - Columns::shift(a));  // column W's place
-  for (int32_t first = rank; first < compressed_chunks; first += kStagedPass * group_threads) {
-    int32_t v[kStagedPass][4];
-    DSV4_UNROLL
-    for (int b = 0; b < kStagedPass; ++b) {
-      const int32_t i = first + b * group_threads;
-      const int32_t j0 = 4 * i;
-      if (i < compressed_chunks && staged(i)) {
-        const int4 x = *reinterpret_cast<const int4*>(stage + j0);
-        v[b][0] = x.x;
-        v[b][1] = x.y;
-        v[b][2] = x.z;
-        v[b][3] = x.w;
-      } else {  // past the count (-1 once translated), or the chunk that straddles it
-        DSV4_UNROLL
-        for (int e = 0; e < 4; ++e) v[b][e] = j0 + e < count && j0 + e < readable ? load_input(in + j0 + e) : -1;
-      }
-    }
-    // (finish_prefill_compressed_chunk's translation, its stores after every chunk's reads)
-    DSV4_UNROLL
-    for (int b = 0; b < kStagedPass; ++b) {
-      const int32_t j0 = 4 * (first + b * group_threads);
-      if (j0 >= count) {
-        DSV4_UNROLL
-        for (int e = 0; e < 4; ++e) v[b][e] = -1;
-        continue;
-      }
-      const uint32_t u0 = static_cast<uint32_t>(v[b][0]);
-      const uint32_t block = u0 >> a.compressed.log2_block_size;
-      if (a.ratio != 4 && v[b][0] >= 0 && static_cast<uint32_t>(v[b][1]) - u0 == 1u &&
-          static_cast<uint32_t>(v[b][2]) - u0 == 2u && static_cast<uint32_t>(v[b][3]) - u0 == 3u &&
-          block == static_cast<uint32_t>(v[b][3]) >> a.compressed.log2_block_size) {
-        a.compressed.lookup_run<4>(p.compressed_table, v[b][0], block, v[b], errors);
-      } else {
-        a.compressed.lookup_indices<4>(p.compressed_table, v[b], errors);
-      }
-    }
-    DSV4_UNROLL
-    for (int b = 0; b < kStagedPass; ++b) {
-      const int32_t i = first + b * group_threads;
-      if (i < compressed_chunks) store_chunk<4>(compressed_out + 4 * i, v[b]);
-    }
-  }
-  if (Columns::first(a) == 0) build_prefill_window(a, p, out, rank, group_threads, errors);
-}
-#endif
 
 // A prefill row on the fast path (power-of-two blocks, 16-byte chunks; with kParts, a
 // fast_prefill_part): the same values, lengths and error counts as the general build_row_share
@@ -588,18 +415,6 @@ DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArg
   RowShare share{start_row<RowKinds::kPrefill>(a, t), RowPlan{}, 0};
   const int32_t window_chunks = a.window / 4;
   const int32_t compressed_chunks = Columns::end(a) / 4 - window_chunks;  // written (0: a window part)
-#if defined(DSV4_STAGED_INPUTS) && defined(__CUDA_ARCH__)
-  {
-    __shared__ __align__(16) int32_t stage[kStageWords];
-    const int32_t slot_words = kStageWords / (static_cast<int32_t>(blockDim.x) / group_threads);
-    if (4 * compressed_chunks <= slot_words) {
-      build_prefill_row_staged<kChunks, kParts, kChecked>(
-          a, share, compressed_chunks, stage + static_cast<int32_t>(threadIdx.x) / group_threads * slot_words, rank,
-          group_threads, errors);
-      return share;
-    }
-  }
-#endif
   const int32_t pass = kChunks * group_threads;
   const int32_t* in = share.start.compressed_in;
   // Compressed chunk i's input columns 4i.. below `readable` (-1 past them).
@@ -639,20 +454,8 @@ DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArg
       if (i < compressed_chunks) finish_prefill_compressed_chunk(a, p, 4 * i, v[b], compressed_out, errors);
     }
   };
-#if defined(DSV4_WINDOW_BATCH) && defined(DSV4_WINDOW_EARLY)
-  // TRIAL: the first window batch's table reads issued with the plan, before the passes.
-  const bool window = Columns::first(a) == 0;
-  WindowBatch early;
-  if (window) load_window_batch(a, p, rank, group_threads, early);
-  run_pipelined_passes(rank, compressed_chunks, pass, count, va, vb, load_pass, finish_pass);
-  if (window) {
-    store_window_batch(a, p, out, rank, group_threads, early, errors);
-    build_prefill_window_from(a, p, out, rank + kWindowBatch * group_threads, group_threads, errors);
-  }
-#else
   run_pipelined_passes(rank, compressed_chunks, pass, count, va, vb, load_pass, finish_pass);
   if (Columns::first(a) == 0) build_prefill_window(a, p, out, rank, group_threads, errors);
-#endif
   return share;
 }
 
