@@ -22,7 +22,8 @@ inline void check(cudaError_t status, const char* call, const char* file, int li
 inline cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
 
 // cudaLaunchKernelExC + cudaGetLastError, with programmatic dependent launch when asked (the
-// builder's launch before ea831b8; launch_empty_kernel_driver_programmatic times today's).
+// builder's launch before ea831b8; launch_empty_kernel_driver_programmatic times today's,
+// kernels::launch_build_kernel).
 inline void launch_ex_checked(const void* kernel, dim3 grid, dim3 block, void** params, bool programmatic_launch,
                               void* stream, const char* call) {
   cudaLaunchAttribute programmatic{};

@@ -1,6 +1,4 @@
 // CUDA implementation of gpu_timing.h (compiled only when DSV4_WITH_CUDA).
-#include <cuda.h>
-#include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -13,6 +11,7 @@
 
 #include "bench/cuda_call.h"
 #include "bench/gpu_timing.h"
+#include "kernels/mixed_sparse_indices_launch.h"
 
 namespace dsv4::bench {
 namespace {
@@ -414,50 +413,12 @@ void launch_empty_kernel_programmatic(void* stream) {
                     "cudaLaunchKernelExC(empty_kernel, programmatic) / cudaGetLastError");
 }
 
-namespace {
-// cuLaunchKernelEx and empty_kernel's CUfunction, looked up once (the driver's entry point
-// through the runtime: nothing links libcuda).
-struct DriverLaunch {
-  PFN_cuLaunchKernelEx_v11060 launch = nullptr;
-  CUfunction empty_kernel = nullptr;
-};
-const DriverLaunch& driver_launch() {
-  static const DriverLaunch found = [] {
-    DriverLaunch d;
-    cudaDriverEntryPointQueryResult result{};
-    BENCH_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuLaunchKernelEx", reinterpret_cast<void**>(&d.launch), 12000,
-                                                      cudaEnableDefault, &result));
-    if (result != cudaDriverEntryPointSuccess || d.launch == nullptr) {
-      throw std::runtime_error("cudaGetDriverEntryPointByVersion(cuLaunchKernelEx): not found (" +
-                               std::to_string(static_cast<int>(result)) + ")");
-    }
-    cudaFunction_t function = nullptr;
-    BENCH_CUDA_CHECK(cudaGetFuncBySymbol(&function, reinterpret_cast<const void*>(&empty_kernel)));
-    d.empty_kernel = reinterpret_cast<CUfunction>(function);
-    return d;
-  }();
-  return found;
-}
-}  // namespace
-
 void launch_empty_kernel_driver_programmatic(void* stream) {
-  const DriverLaunch& driver = driver_launch();
-  CUlaunchAttribute programmatic{};
-  programmatic.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-  programmatic.value.programmaticStreamSerializationAllowed = 1;
-  CUlaunchConfig config{};
-  config.gridDimX = config.gridDimY = config.gridDimZ = 1;
-  config.blockDimX = 32;
-  config.blockDimY = config.blockDimZ = 1;
-  config.hStream = static_cast<CUstream>(stream);
-  config.attrs = &programmatic;
-  config.numAttrs = 1;
   void* params[] = {nullptr};  // the kernel takes none; a valid array all the same
-  const CUresult status = driver.launch(&config, driver.empty_kernel, params, nullptr);
-  if (status != CUDA_SUCCESS) {
-    throw std::runtime_error("cuLaunchKernelEx(empty_kernel, programmatic) failed: CUresult " +
-                             std::to_string(static_cast<int>(status)));
-  }
+  const kernels::KernelStatus status =
+      kernels::launch_build_kernel(reinterpret_cast<const void*>(&empty_kernel), 1, 32, params, true, as_stream(stream),
+                                   "launch_build_kernel(empty_kernel, programmatic)", __LINE__);
+  check(static_cast<cudaError_t>(status.code), status.call, __FILE__, __LINE__);
 }
 
 void launch_empty_kernel_args(void* stream, const LaunchFloorArgs& args) {

@@ -197,12 +197,11 @@ void launch_empty_kernel(void* stream);
 // (cudaLaunchKernelEx, programmatic stream serialization), as the builder launched before
 // ea831b8: the host cost of that attribute.
 void launch_empty_kernel_programmatic(void* stream);
-// The same through the driver API: cuLaunchKernelEx (its entry point and the kernel's
-// CUfunction looked up once), programmatic, the CUresult checked: the builder's launch path
-// since ea831b8 (kernels/mixed_sparse_indices.cu driver_launch). What the runtime's own work
-// per launch (function lookup, context and stream checks, cudaGetLastError) costs the host,
-// beside launch_empty_kernel_programmatic: whether launching the builder's kernels this way
-// would take a measurable part of a build() call's host time (issue 13's 8 us) away.
+// The same launched exactly as the builds are (kernels::launch_build_kernel: the driver's
+// cuLaunchKernelEx with the kernel's CUfunction looked up once, since ea831b8), programmatic:
+// beside launch_empty_kernel_programmatic (the runtime's cudaLaunchKernelExC), what the
+// runtime's own work per launch (function lookup, context and stream checks,
+// cudaGetLastError) costs the host, and the launch floor of a build() call's host time.
 void launch_empty_kernel_driver_programmatic(void* stream);
 // The same with a by-value argument as large (and aligned) as the builder's, so the
 // difference shows the cost of copying the parameters.

@@ -589,15 +589,6 @@ KernelStatus runtime_launch(const void* kernel, int64_t grid, int32_t cta_thread
   return status == cudaSuccess ? KernelStatus{} : failure(status, call, line);
 }
 
-// A build's launch.
-KernelStatus launch(const void* kernel, int64_t grid, int32_t cta_threads, void** params, bool programmatic_launch,
-                    cudaStream_t stream, const char* call, int line) {
-  const PFN_cuLaunchKernelEx_v11060 launch_ex = driver_launch_entry();
-  return launch_ex != nullptr
-             ? driver_launch(launch_ex, kernel, grid, cta_threads, params, programmatic_launch, stream, call, line)
-             : runtime_launch(kernel, grid, cta_threads, params, programmatic_launch, stream, call, line);
-}
-
 // Eager padding rows [T, T_cap) (SPEC §7): -1 (every byte 0xff) and length 0.
 KernelStatus fill_padding_rows(const MixedSparseIndicesArgs& args, cudaStream_t stream) {
   const int32_t padding = args.num_rows - args.num_tokens;
@@ -614,6 +605,14 @@ KernelStatus fill_padding_rows(const MixedSparseIndicesArgs& args, cudaStream_t 
 }
 
 }  // namespace
+
+KernelStatus launch_build_kernel(const void* kernel, int64_t grid, int32_t cta_threads, void** params,
+                                 bool programmatic_launch, cudaStream_t stream, const char* call, int line) {
+  const PFN_cuLaunchKernelEx_v11060 launch_ex = driver_launch_entry();
+  return launch_ex != nullptr
+             ? driver_launch(launch_ex, kernel, grid, cta_threads, params, programmatic_launch, stream, call, line)
+             : runtime_launch(kernel, grid, cta_threads, params, programmatic_launch, stream, call, line);
+}
 
 KernelStatus launch_metadata_check(const MixedSparseIndicesArgs& args, MetadataStatus* status,
                                    const MixedSparseIndicesLaunchConfig& config, cudaStream_t stream) {
@@ -682,7 +681,7 @@ KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
   MetadataStatus* build_status = status_in_build ? status : nullptr;
   void* params[] = {const_cast<MixedSparseIndicesArgs*>(&args), &build_status};  // copied at launch
   if (shape.decode_chunks && checked) {
-    return launch(whole_row_build(args) ? checked_decode_chunk_kernel_for<false>(decode_form(args))
+    return launch_build_kernel(whole_row_build(args) ? checked_decode_chunk_kernel_for<false>(decode_form(args))
                                         : checked_decode_chunk_kernel_for<true>(decode_form(args)),
                   grid_ctas(shape, rows_launched) + (status_in_build ? 1 : 0), shape.group_threads, params,
                   config.programmatic_launch, stream,
@@ -693,7 +692,7 @@ KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
     void* decode_params[] = {&decode_args};  // copied at launch
     const void* kernel = whole_row_build(args) ? decode_chunk_kernel_for<false>(decode_form(args))
                                                : decode_chunk_kernel_for<true>(decode_form(args));
-    return launch(kernel, grid_ctas(shape, rows_launched), shape.group_threads, decode_params,
+    return launch_build_kernel(kernel, grid_ctas(shape, rows_launched), shape.group_threads, decode_params,
                   config.programmatic_launch, stream, "cudaLaunchKernelExC(decode_chunk_kernel) / cudaGetLastError",
                   __LINE__);
   }
@@ -703,7 +702,7 @@ KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
     void* prefill_params[] = {&prefill_args};  // copied at launch
     const void* kernel = whole_row_build(args) ? prefill_rows_kernel_for<false>(shape.group_threads)
                                                : prefill_rows_kernel_for<true>(shape.group_threads);
-    return launch(kernel, grid_ctas(shape, rows_launched), kCta, prefill_params,
+    return launch_build_kernel(kernel, grid_ctas(shape, rows_launched), kCta, prefill_params,
                   config.programmatic_launch, stream, "cudaLaunchKernelExC(prefill_rows_kernel) / cudaGetLastError",
                   __LINE__);
   }
@@ -719,7 +718,7 @@ KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
                                                                 !whole_row_build(args))
                                         : select_kernel(shape, args.power_of_two_blocks, args.vector_path, rows,
                                                         !whole_row_build(args));
-  return launch(reinterpret_cast<const void*>(kernel), grid_ctas(shape, rows_launched), kCta, params,
+  return launch_build_kernel(reinterpret_cast<const void*>(kernel), grid_ctas(shape, rows_launched), kCta, params,
                 config.programmatic_launch, stream,
                 "cudaLaunchKernelExC(mixed_sparse_indices kernel) / cudaGetLastError", __LINE__);
 }
@@ -745,7 +744,7 @@ KernelStatus launch_mixed_sparse_indices_together(const MixedSparseIndicesArgs* 
     case RowKinds::kBoth: kernel = multi_kernel_for_group<RowKinds::kBoth>(shape.group_threads); break;
   }
   void* params[] = {&m};  // copied at launch
-  return launch(reinterpret_cast<const void*>(kernel), m.first_cta[count], kCta, params, config.programmatic_launch,
+  return launch_build_kernel(reinterpret_cast<const void*>(kernel), m.first_cta[count], kCta, params, config.programmatic_launch,
                 stream, "cudaLaunchKernelExC(multi_build_kernel) / cudaGetLastError", __LINE__);
 }
 

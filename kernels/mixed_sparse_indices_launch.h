@@ -47,6 +47,14 @@ KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
 KernelStatus launch_mixed_sparse_indices_together(const MixedSparseIndicesArgs* builds, int count,
                                                   const MixedSparseIndicesLaunchConfig& config, cudaStream_t stream);
 
+// How every build kernel is launched: the driver's cuLaunchKernelEx with the kernel's CUfunction
+// looked up once per device and thread, or the runtime's cudaLaunchKernelExC where the driver
+// has no cuLaunchKernelEx. `kernel` is a __global__ function's host address, `params` its
+// arguments as cudaLaunchKernel takes them; a failure is reported as `call` at `line`. Exported
+// so that the benchmarks' launch floor times the builds' own launch path.
+KernelStatus launch_build_kernel(const void* kernel, int64_t grid, int32_t cta_threads, void** params,
+                                 bool programmatic_launch, cudaStream_t stream, const char* call, int line);
+
 // SPEC §7: checks the step's metadata under args.run_time_sizes (non-null) in one CTA and
 // overwrites *status (device memory) with the first failure and the count. No host sync.
 KernelStatus launch_metadata_check(const MixedSparseIndicesArgs& args, MetadataStatus* status,
