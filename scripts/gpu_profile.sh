@@ -3,7 +3,7 @@
 # picks (the group kernel, prefill_rows_kernel for prefill-only builds, decode_chunk_kernel for
 # decode-only ones), one timed launch per kernel_bench case, every section (--set full: the
 # stall reasons per source line included), clocks left alone. For finding what limits a build
-# before changing it. Builds kernel_bench (sm_90) into build-profile.
+# before changing it. Builds kernel_bench (sm_90) into build-profile (BUILD_DIR).
 #   DEPS=.deps/root scripts/gpu_profile.sh OUTDIR [CASE...]
 # CASE: a kernel_bench name below cuda/ (default: kernel_planned/flash/C4A/prefill8K
 # kernel_planned/flash/C128A/prefill8K_ctx120K kernel/flash/SWA-only/decode64_ctx8K). Writes
@@ -12,6 +12,7 @@
 # the same way beside ours (OUTDIR/ncu_peer_<model>_<kind>_<case>.*): its engine kernel (no
 # error count), one timed call after an L2 flush, as run_peer.py times it. Needs python3 with
 # torch and triton. ARCHIVE=1: everything packed into OUTDIR/logs.tar.gz, for a device call.
+# BUILD_DIR (default build-profile): a Release CUDA build to reuse (e.g. gpu_check.sh's build-gpu).
 set -uo pipefail
 out=${1:?usage: gpu_profile.sh OUTDIR [CASE...]}
 shift
@@ -26,9 +27,10 @@ cd "$(dirname "$0")/.." || exit 2
 # shellcheck source=scripts/archive_outputs.sh
 . scripts/archive_outputs.sh
 deps_from_env
-{ cmake -S . -B build-profile -G Ninja -DCMAKE_BUILD_TYPE=Release -DDSV4_CUDA=ON \
+build=${BUILD_DIR:-build-profile}
+{ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDSV4_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES=90 "${deps_args[@]}" &&
-  cmake --build build-profile -j "$(nproc)" --target kernel_bench bench_inputs; } > "$out/build.log" 2>&1 ||
+  cmake --build "$build" -j "$(nproc)" --target kernel_bench bench_inputs; } > "$out/build.log" 2>&1 ||
   { tail -40 "$out/build.log"; exit 1; }
 # The builds' kernels only (not the L2 flush, head-start or plan-writing launches' helpers);
 # the first launches of a case check it against the reference and, planned, write its plan:
@@ -40,13 +42,13 @@ summarize() {  # summarize LABEL NAME: the report's headline metrics on one line
     "$out/ncu_$2.txt" | tr -s ' ' | tr '\n' ';' | cut -c1-700)"
 }
 if [ "${PEER:-0}" = 1 ]; then
-  ./build-profile/bench/bench_inputs --out build-profile/peer_inputs > "$out/bench_inputs.log" 2>&1 ||
+  ./"$build"/bench/bench_inputs --out "$build"/peer_inputs > "$out/bench_inputs.log" 2>&1 ||
     { echo "bench_inputs failed"; tail -20 "$out/bench_inputs.log"; status=1; }
 fi
 for c in "${cases[@]}"; do
   name=$(echo "$c" | tr / _)
   timeout 240 ncu --clock-control none --set full --import-source yes -k "$kernels" -s 6 -c 1 \
-    -o "$out/ncu_$name" -f ./build-profile/bench/kernel_bench --backends=cuda \
+    -o "$out/ncu_$name" -f ./"$build"/bench/kernel_bench --backends=cuda \
     --benchmark_filter="^cuda/$c/" > "$out/ncu_$name.log" 2>&1
   rc=$?
   [ "$rc" = 0 ] || status=1
@@ -59,7 +61,7 @@ for c in "${cases[@]}"; do
   peer_name="peer_$(echo "$key" | tr / _)"
   [ -f "$out/ncu_$peer_name.ncu-rep" ] && continue  # planned and unplanned: one peer build
   timeout 240 ncu --clock-control none --set full --import-source yes -k 'regex:_mixed_sparse_indices_kernel' \
-    -s 10 -c 1 -o "$out/ncu_$peer_name" -f python3 bench/peer/run_peer.py --inputs build-profile/peer_inputs \
+    -s 10 -c 1 -o "$out/ncu_$peer_name" -f python3 bench/peer/run_peer.py --inputs "$build"/peer_inputs \
     --out "$out/peer_run" --filter "^$key\$" --reps 2 > "$out/ncu_$peer_name.log" 2>&1
   rc=$?
   [ "$rc" = 0 ] || status=1
