@@ -29,11 +29,7 @@ struct MixedSparseIndicesPolicy {
   // sweeps, 5 repetitions (bench/results/2026-12-02-h200-policy-sweep): 8 beat 16 by 2-5 %
   // on SWA-only and C128A prefill 8K, 16 was fastest or level on every wider prefill row as a
   // single build (in whole steps rows wider than 4.5 passes of 16 did better wider: kMaxHalfPasses).
-#if defined(DSV4_NARROW_ROW_PASSES)  // TRIAL (off by default): the narrow-row threshold
-  static constexpr int32_t kNarrowRowPasses = DSV4_NARROW_ROW_PASSES;
-#else
   static constexpr int32_t kNarrowRowPasses = 4;
-#endif
   static constexpr int32_t kManyRowsGroupThreads = 16;
   // Chunks (16 bytes, or one column on the scalar path) a thread handles per pass: all their
   // loads, then all their lookups, then all their stores, the next pass's loads in flight
