@@ -682,10 +682,10 @@ KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
   void* params[] = {const_cast<MixedSparseIndicesArgs*>(&args), &build_status};  // copied at launch
   if (shape.decode_chunks && checked) {
     return launch_build_kernel(whole_row_build(args) ? checked_decode_chunk_kernel_for<false>(decode_form(args))
-                                        : checked_decode_chunk_kernel_for<true>(decode_form(args)),
-                  grid_ctas(shape, rows_launched) + (status_in_build ? 1 : 0), shape.group_threads, params,
-                  config.programmatic_launch, stream,
-                  "cudaLaunchKernelExC(checked_decode_chunk_kernel) / cudaGetLastError", __LINE__);
+                                                     : checked_decode_chunk_kernel_for<true>(decode_form(args)),
+                               grid_ctas(shape, rows_launched) + (status_in_build ? 1 : 0), shape.group_threads, params,
+                               config.programmatic_launch, stream,
+                               "cudaLaunchKernelExC(checked_decode_chunk_kernel) / cudaGetLastError", __LINE__);
   }
   if (shape.decode_chunks) {
     DecodeChunkArgs decode_args = DecodeChunkArgs::of(args);
@@ -693,8 +693,8 @@ KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
     const void* kernel = whole_row_build(args) ? decode_chunk_kernel_for<false>(decode_form(args))
                                                : decode_chunk_kernel_for<true>(decode_form(args));
     return launch_build_kernel(kernel, grid_ctas(shape, rows_launched), shape.group_threads, decode_params,
-                  config.programmatic_launch, stream, "cudaLaunchKernelExC(decode_chunk_kernel) / cudaGetLastError",
-                  __LINE__);
+                               config.programmatic_launch, stream,
+                               "cudaLaunchKernelExC(decode_chunk_kernel) / cudaGetLastError", __LINE__);
   }
   RowKinds rows = row_kinds(args);
   if (!checked && rows == RowKinds::kPrefill && args.power_of_two_blocks && args.vector_path) {  // the common prefill build
@@ -703,8 +703,8 @@ KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
     const void* kernel = whole_row_build(args) ? prefill_rows_kernel_for<false>(shape.group_threads)
                                                : prefill_rows_kernel_for<true>(shape.group_threads);
     return launch_build_kernel(kernel, grid_ctas(shape, rows_launched), kCta, prefill_params,
-                  config.programmatic_launch, stream, "cudaLaunchKernelExC(prefill_rows_kernel) / cudaGetLastError",
-                  __LINE__);
+                               config.programmatic_launch, stream,
+                               "cudaLaunchKernelExC(prefill_rows_kernel) / cudaGetLastError", __LINE__);
   }
   // Checked, the capacities say which rows a step can have: D_cap = 0 (a prefill graph) builds
   // with the prefill-only kernel (on the split graph's compressed segments the kernel of both
@@ -719,8 +719,8 @@ KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
                                         : select_kernel(shape, args.power_of_two_blocks, args.vector_path, rows,
                                                         !whole_row_build(args));
   return launch_build_kernel(reinterpret_cast<const void*>(kernel), grid_ctas(shape, rows_launched), kCta, params,
-                config.programmatic_launch, stream,
-                "cudaLaunchKernelExC(mixed_sparse_indices kernel) / cudaGetLastError", __LINE__);
+                             config.programmatic_launch, stream,
+                             "cudaLaunchKernelExC(mixed_sparse_indices kernel) / cudaGetLastError", __LINE__);
 }
 
 // One launch when the builds can share the multi-build kernel (can_build_together), else a
@@ -744,8 +744,9 @@ KernelStatus launch_mixed_sparse_indices_together(const MixedSparseIndicesArgs* 
     case RowKinds::kBoth: kernel = multi_kernel_for_group<RowKinds::kBoth>(shape.group_threads); break;
   }
   void* params[] = {&m};  // copied at launch
-  return launch_build_kernel(reinterpret_cast<const void*>(kernel), m.first_cta[count], kCta, params, config.programmatic_launch,
-                stream, "cudaLaunchKernelExC(multi_build_kernel) / cudaGetLastError", __LINE__);
+  return launch_build_kernel(reinterpret_cast<const void*>(kernel), m.first_cta[count], kCta, params,
+                             config.programmatic_launch, stream,
+                             "cudaLaunchKernelExC(multi_build_kernel) / cudaGetLastError", __LINE__);
 }
 
 }  // namespace dsv4::kernels
