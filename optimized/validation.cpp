@@ -238,6 +238,9 @@ bool tokens_in_their_requests(const int32_t* qsl, const int32_t* token_to_req, i
   return mismatch == 0;
 }
 
+// The positions the SWA block table holds per request: the bound of every seq_lens entry.
+int64_t swa_capacity(const BuildRequest& r) { return int64_t{r.swa.blocks_per_row} * r.swa.block_size; }
+
 // Whether the host copies pass every check step_structure_ok makes of them: one sweep over the
 // requests that accumulates every request check without a branch (it vectorizes), then the
 // token check. A decode batch has as many requests as tokens, and Python's build() pays this
@@ -252,7 +255,7 @@ bool host_structure_passes(const BuildRequest& r, const StepStructureHost& host)
   if (qsl[0] != 0 || qsl[num_requests] != r.num_tokens) return false;
   // In 32 bits, so that the sweep vectorizes: a seq_len above INT32_MAX cannot exist, and a
   // query length is exact wherever qsl does not decrease (where it does, the step fails anyway).
-  const int64_t capacity = int64_t{r.swa.blocks_per_row} * r.swa.block_size;
+  const int64_t capacity = swa_capacity(r);
   const int32_t seq_len_max = capacity < INT32_MAX ? static_cast<int32_t>(capacity) : INT32_MAX;
   const int32_t decode_end = r.num_decode_tokens;
   int32_t broken = 0;
@@ -301,7 +304,7 @@ bool step_structure_ok(Checks& check, const BuildRequest& r, const StepStructure
       }
     }
   }
-  const int64_t capacity = int64_t{r.swa.blocks_per_row} * r.swa.block_size;
+  const int64_t capacity = swa_capacity(r);
   for (int32_t q = 0; q < num_requests; ++q) {
     const int32_t query_length = qsl[q + 1] - qsl[q];
     const int32_t seq_len = host.seq_lens[q];
