@@ -370,6 +370,32 @@ DSV4_HD DSV4_INLINE void finish_prefill_compressed_chunk(const MixedSparseIndice
   store_chunk<4>(compressed_out + j0, v);
 }
 
+#if defined(DSV4_PASS_LOOKUPS)
+// Trial (off by default): finish_prefill_compressed_chunk without its store, so that a pass's
+// table reads are in flight together and its stores follow.
+DSV4_HD DSV4_INLINE void translate_prefill_compressed_chunk(const MixedSparseIndicesArgs& a, const RowPlan& p,
+                                                            int32_t j0, int32_t (&v)[4], int32_t* errors) {
+  const int32_t count = p.compressed_count;
+  if (j0 >= count) {
+    DSV4_UNROLL
+    for (int e = 0; e < 4; ++e) v[e] = -1;
+    return;
+  }
+  if (j0 + 4 > count) {
+    DSV4_UNROLL
+    for (int e = 0; e < 4; ++e) v[e] = j0 + e < count ? v[e] : -1;
+  }
+  const uint32_t u0 = static_cast<uint32_t>(v[0]);
+  const uint32_t block = u0 >> a.compressed.log2_block_size;
+  if (a.ratio != 4 && v[0] >= 0 && static_cast<uint32_t>(v[1]) - u0 == 1u && static_cast<uint32_t>(v[2]) - u0 == 2u &&
+      static_cast<uint32_t>(v[3]) - u0 == 3u && block == static_cast<uint32_t>(v[3]) >> a.compressed.log2_block_size) {
+    a.compressed.lookup_run<4>(p.compressed_table, v[0], block, v, errors);
+  } else {
+    a.compressed.lookup_indices<4>(p.compressed_table, v, errors);
+  }
+}
+#endif
+
 // Thread `rank`'s window chunks (rank, rank + group_threads, ...) of a prefill row on the fast
 // path: positions swa_start + c for c < swa_len, looked up in the SWA table, stored at out + c.
 // (Continuing the compressed chunks' round over the ranks instead, so that C128A after 120K
@@ -448,11 +474,24 @@ DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArg
   int32_t* out = share.start.out;
   int32_t* compressed_out = out + (a.window - Columns::shift(a));  // column W's place
   const auto finish_pass = [&](int32_t first, int32_t(&v)[kChunks][4]) {
+#if defined(DSV4_PASS_LOOKUPS)
+    DSV4_UNROLL
+    for (int b = 0; b < kChunks; ++b) {
+      const int32_t i = first + b * group_threads;
+      if (i < compressed_chunks) translate_prefill_compressed_chunk(a, p, 4 * i, v[b], errors);
+    }
+    DSV4_UNROLL
+    for (int b = 0; b < kChunks; ++b) {
+      const int32_t i = first + b * group_threads;
+      if (i < compressed_chunks) store_chunk<4>(compressed_out + 4 * i, v[b]);
+    }
+#else
     DSV4_UNROLL
     for (int b = 0; b < kChunks; ++b) {
       const int32_t i = first + b * group_threads;
       if (i < compressed_chunks) finish_prefill_compressed_chunk(a, p, 4 * i, v[b], compressed_out, errors);
     }
+#endif
   };
   run_pipelined_passes(rank, compressed_chunks, pass, count, va, vb, load_pass, finish_pass);
   if (Columns::first(a) == 0) build_prefill_window(a, p, out, rank, group_threads, errors);
@@ -496,6 +535,19 @@ DSV4_HD DSV4_INLINE RowShare build_row_share(const MixedSparseIndicesArgs& a, in
     }
   };
   const auto finish_pass = [&](int32_t first, int32_t(&v)[kChunks][kLanes]) {
+#if defined(DSV4_PASS_LOOKUPS_GENERAL)
+    // Trial (off by default): the pass's table reads in flight together, then its stores.
+    DSV4_UNROLL
+    for (int b = 0; b < kChunks; ++b) {
+      const int32_t i = first + b * group_threads;
+      if (i < chunks) finish_chunk<kPowerOfTwo, kLanes>(a, share.start, share.plan, chunk_at(i), v[b], &share.picks, errors);
+    }
+    DSV4_UNROLL
+    for (int b = 0; b < kChunks; ++b) {
+      const int32_t i = first + b * group_threads;
+      if (i < chunks) store_chunk<kLanes>(share.start.out + (chunk_at(i) * kLanes - Columns::shift(a)), v[b]);
+    }
+#else
     DSV4_UNROLL
     for (int b = 0; b < kChunks; ++b) {
       const int32_t i = first + b * group_threads;
@@ -505,6 +557,7 @@ DSV4_HD DSV4_INLINE RowShare build_row_share(const MixedSparseIndicesArgs& a, in
         store_chunk<kLanes>(share.start.out + (k * kLanes - Columns::shift(a)), v[b]);
       }
     }
+#endif
   };
   load_pass(rank, share.start.compressed_width, va);
   share.plan = plan_row<kChecked>(a, share.start);
