@@ -124,7 +124,23 @@ DSV4_HD DSV4_INLINE void plan_prefill(const MixedSparseIndicesArgs& a, int32_t p
   const int32_t next = position < INT32_MAX ? position + 1 : INT32_MAX;
   p.swa_len = min_i32(next, a.window);
   p.swa_start = position - p.swa_len + 1;
+#if defined(DSV4_RATIO_SHIFT)
+  // Trial (off by default): a power-of-two ratio (4, 128) divides by a shift, not the
+  // integer division's ~20 dependent instructions.
+  int32_t compressed_positions;
+  if ((a.ratio & (a.ratio - 1)) == 0 && next >= 0) {
+#if defined(__CUDA_ARCH__)
+    compressed_positions = next >> (__ffs(a.ratio) - 1);
+#else
+    compressed_positions = next >> __builtin_ctz(static_cast<unsigned>(a.ratio));
+#endif
+  } else {
+    compressed_positions = next / a.ratio;
+  }
+  p.topk_len = min_i32(compressed_positions, a.topk);
+#else
   p.topk_len = min_i32(next / a.ratio, a.topk);
+#endif
   p.compressed_count = min_i32(p.topk_len, a.prefill_width);
 }
 
