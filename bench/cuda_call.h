@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/mixed_sparse_indices_launch.h"
+
 namespace dsv4::bench {
 
 inline void check(cudaError_t status, const char* call, const char* file, int line) {
@@ -21,24 +23,14 @@ inline void check(cudaError_t status, const char* call, const char* file, int li
 
 inline cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
 
-// cudaLaunchKernelExC + cudaGetLastError, with programmatic dependent launch when asked (the
-// builder's launch before ea831b8; launch_empty_kernel_driver_programmatic times today's,
-// kernels::launch_build_kernel).
-inline void launch_ex_checked(const void* kernel, dim3 grid, dim3 block, void** params, bool programmatic_launch,
-                              void* stream, const char* call) {
-  cudaLaunchAttribute programmatic{};
-  programmatic.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  programmatic.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = grid;
-  config.blockDim = block;
-  config.stream = as_stream(stream);
-  config.attrs = programmatic_launch ? &programmatic : nullptr;
-  config.numAttrs = programmatic_launch ? 1 : 0;
-  cudaError_t status = cudaLaunchKernelExC(&config, kernel, params);
-  const cudaError_t last = cudaGetLastError();  // also clears a launch error's state
-  if (status == cudaSuccess) status = last;
-  check(status, call, __FILE__, __LINE__);
+// A 1-D launch through the runtime (kernels::launch_kernel_runtime: cudaLaunchKernelExC +
+// cudaGetLastError), with programmatic dependent launch when asked: the builder's launch before
+// ea831b8 (launch_empty_kernel_driver_programmatic times today's, kernels::launch_build_kernel).
+inline void launch_ex_checked(const void* kernel, unsigned ctas, unsigned threads, void** params,
+                              bool programmatic_launch, void* stream, const char* call) {
+  const kernels::KernelStatus status = kernels::launch_kernel_runtime(kernel, ctas, static_cast<int32_t>(threads), params,
+                                                                      programmatic_launch, as_stream(stream), call, 0);
+  check(static_cast<cudaError_t>(status.code), call, __FILE__, __LINE__);
 }
 
 }  // namespace dsv4::bench

@@ -409,7 +409,7 @@ void launch_empty_kernel(void* stream) {
 
 void launch_empty_kernel_programmatic(void* stream) {
   void* params[] = {nullptr};  // the kernel takes none; a valid array all the same
-  launch_ex_checked(reinterpret_cast<const void*>(&empty_kernel), dim3(1), dim3(32), params, true, stream,
+  launch_ex_checked(reinterpret_cast<const void*>(&empty_kernel), 1, 32, params, true, stream,
                     "cudaLaunchKernelExC(empty_kernel, programmatic) / cudaGetLastError");
 }
 
@@ -432,8 +432,8 @@ template <int kBytes>
 void launch_sized(void* stream) {
   SizedArg<kBytes> arg{};
   void* params[] = {&arg};  // copied at launch
-  launch_ex_checked(reinterpret_cast<const void*>(&empty_kernel_sized_args<kBytes>), dim3(1), dim3(32), params, true,
-                    stream, "cudaLaunchKernelExC(empty_kernel_sized_args) / cudaGetLastError");
+  launch_ex_checked(reinterpret_cast<const void*>(&empty_kernel_sized_args<kBytes>), 1, 32, params, true, stream,
+                    "cudaLaunchKernelExC(empty_kernel_sized_args) / cudaGetLastError");
 }
 
 // Launches the kernel of kLaunchFloorArgBytes[i] == bytes; false when no entry is `bytes`.
@@ -495,8 +495,8 @@ LaunchFloorGraph::LaunchFloorGraph(void* stream, int nodes, int ctas, int hops, 
     int32_t first = n * kPageInts;
     int32_t node_hops = hops;
     void* params[] = {&sink_, &chain_, &first, &node_hops};  // copied at capture
-    launch_ex_checked(reinterpret_cast<const void*>(&graph_floor_kernel), dim3(static_cast<unsigned>(ctas)), dim3(128),
-                      params, programmatic_launch, stream, "cudaLaunchKernelExC(graph_floor_kernel) / cudaGetLastError");
+    launch_ex_checked(reinterpret_cast<const void*>(&graph_floor_kernel), static_cast<unsigned>(ctas), 128, params,
+                      programmatic_launch, stream, "cudaLaunchKernelExC(graph_floor_kernel) / cudaGetLastError");
   }
   BENCH_CUDA_CHECK(cudaStreamEndCapture(as_stream(stream), &graph));
   cudaGraphExec_t exec = nullptr;

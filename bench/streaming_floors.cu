@@ -181,7 +181,7 @@ void launch_streaming(void* stream, StreamingShape shape, int hops, const int4* 
   void* streaming_params[] = {&src, &reads, &shared, &shared_reads, &dst, &writes, &sink};
   void* chained_params[] = {&src,    &reads,        &shared,    &shared_reads,  &dst,
                             &writes, &plan_entries, &row_shift, &table_entries, &sink};
-  launch_ex_checked(kernel, dim3(static_cast<unsigned>(ctas)), dim3(static_cast<unsigned>(shape.threads)),
+  launch_ex_checked(kernel, static_cast<unsigned>(ctas), static_cast<unsigned>(shape.threads),
                     hops == 0 ? streaming_params : chained_params, programmatic_launch, stream,
                     "cudaLaunchKernelExC(streaming_bytes_kernel / chained_bytes_kernel) / cudaGetLastError");
 }

@@ -515,8 +515,8 @@ namespace {
 // function lookup and checks on every launch): an empty kernel's launch took 0.09-0.43 us less
 // host time this way in four runs on two H200 machines (e.g. 3.62 against 4.05 us;
 // bench/results/2026-12-05-h200-driver-launch/). Where the driver has no cuLaunchKernelEx, the
-// runtime launches (runtime_launch). A failed driver launch is reported under its call site's
-// name ("cudaLaunchKernelExC(...)") with the driver's error code.
+// runtime launches (launch_kernel_runtime). A failed driver launch is reported under its call
+// site's name ("cudaLaunchKernelExC(...)") with the driver's error code.
 struct DriverFunction {
   const void* kernel;
   int device;
@@ -572,23 +572,6 @@ KernelStatus driver_launch(PFN_cuLaunchKernelEx_v11060 launch_ex, const void* ke
   return result == CUDA_SUCCESS ? KernelStatus{} : failure(static_cast<cudaError_t>(result), call, line);
 }
 
-KernelStatus runtime_launch(const void* kernel, int64_t grid, int32_t cta_threads, void** params,
-                            bool programmatic_launch, cudaStream_t stream, const char* call, int line) {
-  cudaLaunchAttribute programmatic{};
-  programmatic.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  programmatic.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t launch{};
-  launch.gridDim = dim3(static_cast<unsigned>(grid));
-  launch.blockDim = dim3(static_cast<unsigned>(cta_threads));
-  launch.stream = stream;
-  launch.attrs = programmatic_launch ? &programmatic : nullptr;
-  launch.numAttrs = programmatic_launch ? 1 : 0;
-  cudaError_t status = cudaLaunchKernelExC(&launch, kernel, params);
-  const cudaError_t last = cudaGetLastError();  // also clears a launch error's state
-  if (status == cudaSuccess) status = last;
-  return status == cudaSuccess ? KernelStatus{} : failure(status, call, line);
-}
-
 // Eager padding rows [T, T_cap) (SPEC §7): -1 (every byte 0xff) and length 0.
 KernelStatus fill_padding_rows(const MixedSparseIndicesArgs& args, cudaStream_t stream) {
   const int32_t padding = args.num_rows - args.num_tokens;
@@ -606,12 +589,29 @@ KernelStatus fill_padding_rows(const MixedSparseIndicesArgs& args, cudaStream_t 
 
 }  // namespace
 
+KernelStatus launch_kernel_runtime(const void* kernel, int64_t grid, int32_t cta_threads, void** params,
+                                   bool programmatic_launch, cudaStream_t stream, const char* call, int line) {
+  cudaLaunchAttribute programmatic{};
+  programmatic.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  programmatic.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t launch{};
+  launch.gridDim = dim3(static_cast<unsigned>(grid));
+  launch.blockDim = dim3(static_cast<unsigned>(cta_threads));
+  launch.stream = stream;
+  launch.attrs = programmatic_launch ? &programmatic : nullptr;
+  launch.numAttrs = programmatic_launch ? 1 : 0;
+  cudaError_t status = cudaLaunchKernelExC(&launch, kernel, params);
+  const cudaError_t last = cudaGetLastError();  // also clears a launch error's state
+  if (status == cudaSuccess) status = last;
+  return status == cudaSuccess ? KernelStatus{} : failure(status, call, line);
+}
+
 KernelStatus launch_build_kernel(const void* kernel, int64_t grid, int32_t cta_threads, void** params,
                                  bool programmatic_launch, cudaStream_t stream, const char* call, int line) {
   const PFN_cuLaunchKernelEx_v11060 launch_ex = driver_launch_entry();
   return launch_ex != nullptr
              ? driver_launch(launch_ex, kernel, grid, cta_threads, params, programmatic_launch, stream, call, line)
-             : runtime_launch(kernel, grid, cta_threads, params, programmatic_launch, stream, call, line);
+             : launch_kernel_runtime(kernel, grid, cta_threads, params, programmatic_launch, stream, call, line);
 }
 
 KernelStatus launch_metadata_check(const MixedSparseIndicesArgs& args, MetadataStatus* status,
@@ -619,8 +619,9 @@ KernelStatus launch_metadata_check(const MixedSparseIndicesArgs& args, MetadataS
   void* params[] = {const_cast<MixedSparseIndicesArgs*>(&args), &status};  // copied at launch
   // Always through the runtime: a step graph tells its check nodes by this kernel's host-side
   // address (metadata_check_kernel_entry), which a node launched from a CUfunction may not carry.
-  return runtime_launch(reinterpret_cast<const void*>(&metadata_check_kernel), 1, kCheckThreads, params,
-                        config.programmatic_launch, stream, "cudaLaunchKernelExC(metadata_check_kernel)", __LINE__);
+  return launch_kernel_runtime(reinterpret_cast<const void*>(&metadata_check_kernel), 1, kCheckThreads, params,
+                               config.programmatic_launch, stream, "cudaLaunchKernelExC(metadata_check_kernel)",
+                               __LINE__);
 }
 
 const void* metadata_check_kernel_entry() { return reinterpret_cast<const void*>(&metadata_check_kernel); }

@@ -55,6 +55,13 @@ KernelStatus launch_mixed_sparse_indices_together(const MixedSparseIndicesArgs* 
 KernelStatus launch_build_kernel(const void* kernel, int64_t grid, int32_t cta_threads, void** params,
                                  bool programmatic_launch, cudaStream_t stream, const char* call, int line);
 
+// The runtime's launch of the same arguments (cudaLaunchKernelExC, then cudaGetLastError, which
+// also clears a launch error's state): launch_build_kernel's fallback, the metadata check's
+// launch (its graph nodes must carry the kernel's host address), and the benchmarks' other
+// kernels (floors), so that those are launched as the builder's runtime launches are.
+KernelStatus launch_kernel_runtime(const void* kernel, int64_t grid, int32_t cta_threads, void** params,
+                                   bool programmatic_launch, cudaStream_t stream, const char* call, int line);
+
 // SPEC §7: checks the step's metadata under args.run_time_sizes (non-null) in one CTA and
 // overwrites *status (device memory) with the first failure and the count. No host sync.
 KernelStatus launch_metadata_check(const MixedSparseIndicesArgs& args, MetadataStatus* status,
