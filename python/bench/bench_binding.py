@@ -4,9 +4,10 @@ torch CUDA on the CUDA backend), without and with out= (caller-owned outputs), p
 StepIndexer.layer() cache hit and C4A build, and per whole DeepSeek-V4-Flash step. Prints a table and writes JSON.
 
 Host time is the wall time of the Python loop of calls (CUDA: launches only, the GPU is not
-waited for); each case is N calls, repeated, median and minimum per call reported, beside the
-thread's CPU time per call (equal to the wall time on an idle machine; the one to read on a
-shared one). On CUDA the launching cases are also timed with the GPU held busy while the loop
+waited for); each case is rounds of N calls, median and minimum per call over the rounds
+reported, beside the thread's CPU time per call (equal to the wall time on an idle machine; the
+one to read on a shared one). The rounds of all cases of a framework are interleaved (measure),
+so that a slow stretch of the host falls on every case alike. On CUDA the launching cases are also timed with the GPU held busy while the loop
 launches (GpuGate: no call can wait for the device, so the loop is host time alone) and the
 queued work's device time per call is reported beside it. Issue 13's
 targets on an H200: build() with torch CUDA tensors <= 8 us (with out= too), a cache hit <= 2 us.
@@ -14,6 +15,7 @@ targets on an H200: build() with torch CUDA tensors <= 8 us (with out= too), a c
     python3 python/bench/bench_binding.py [--json OUT.json] [--calls 2000] [--repeats 7]
 """
 import argparse
+import functools
 import json
 import os
 import platform
@@ -35,25 +37,62 @@ except ImportError:
 TARGETS = {("build", "torch", "cuda"): 8.0, ("build out=", "torch", "cuda"): 8.0, ("layer hit", "torch", "cuda"): 2.0}
 
 
-def per_call_us(fn, calls, repeats, sync=None):
-    """Median and minimum wall us per call of `calls` calls over `repeats` rounds (after a
-    warm-up), and the median CPU us per call (this thread's CPU time: what the wall time would
-    be on an idle machine, for a loop that never blocks)."""
-    for _ in range(max(10, calls // 10)):
-        fn()
-    if sync:
-        sync()
-    wall, cpu = [], []
-    for _ in range(repeats):
+class Case:
+    """One reported row: its fields and a timed round, `run()` -> (wall us, CPU us) per call, this
+    thread's CPU time beside the wall time (what the wall time would be on an idle machine, for
+    a loop that never blocks). `launch` (CUDA): the call a held round repeats (gated_round)."""
+
+    def __init__(self, fields, run, launch=None):
+        self.fields, self.run, self.launch = fields, run, launch
+        self.wall, self.cpu, self.held, self.device = [], [], [], []
+        self.hold_us = None
+        self.held_attempts = 0  # held rounds it may still run, counted or not (measure sets it)
+
+    def result(self):
+        r = dict(self.fields, us_median=float(np.median(self.wall)), us_min=float(min(self.wall)),
+                 cpu_us_median=float(np.median(self.cpu)), cpu_us_min=float(min(self.cpu)))
+        if self.held:
+            r.update(gated_us_median=float(np.median(self.held)), gated_us_min=float(min(self.held)),
+                     gpu_us_median=float(np.median(self.device)), gated_calls=min(self.fields["calls"], GATED_CALLS))
+        return r
+
+
+def calls_loop(fn, calls):
+    """A round of `calls` calls of fn, timed whole."""
+    def run():
         start, start_cpu = time.perf_counter_ns(), time.thread_time_ns()
         for _ in range(calls):
             fn()
-        wall.append((time.perf_counter_ns() - start) / calls / 1e3)
-        cpu.append((time.thread_time_ns() - start_cpu) / calls / 1e3)
+        return (time.perf_counter_ns() - start) / calls / 1e3, (time.thread_time_ns() - start_cpu) / calls / 1e3
+    return run
+
+
+def measure(cases, repeats, sync=None, gate=None):
+    """Every case's rounds interleaved: one warm-up round each, then `repeats` rounds in which
+    every case runs once, in the order given and reversed every other round, and as many held
+    rounds of the launching cases (with a gate). A slow stretch of the host (they last seconds
+    on the shared H200 hosts, longer than one case's rounds) then falls on every case alike
+    instead of on the cases that happen to run in it; the torch floors, measured in the same
+    rounds, show it. The GPU drains before each round (`sync`), outside its timing."""
+    for case in cases:
         if sync:
-            sync()  # the GPU drains between rounds, outside the timed loop
-    return dict(us_median=float(np.median(wall)), us_min=float(min(wall)), cpu_us_median=float(np.median(cpu)),
-                cpu_us_min=float(min(cpu)))
+            sync()
+        case.run()
+    for round_ in range(repeats):
+        for case in cases if round_ % 2 == 0 else cases[::-1]:
+            if sync:
+                sync()
+            wall, cpu = case.run()
+            case.wall.append(wall)
+            case.cpu.append(cpu)
+    if gate is None:
+        return
+    launching = [c for c in cases if c.launch is not None]
+    for case in launching:
+        case.held_attempts = 3 * repeats
+    for round_ in range(repeats):
+        for case in launching if round_ % 2 == 0 else launching[::-1]:
+            gated_round(case, gate, sync)
 
 
 class GpuGate:
@@ -89,42 +128,30 @@ class GpuGate:
 GATED_CALLS = 200  # calls a gated round queues: well within the driver's queue of pending launches
 
 
-def gated_per_call_us(fn, calls, repeats, gate, expected_us, sync):
-    """Host us per call with the GPU held (GpuGate) for the whole loop, and the device us per
-    call of the queued work run back to back; a round whose gate opened before the loop ended
-    (the loop outlasted the hold) is repeated with a hold twice as long. `sync` drains the GPU
-    before each round."""
-    calls = min(calls, GATED_CALLS)
-    hold_us = max(2000.0, 4 * expected_us * calls)
-    wall, device = [], []
-    for _ in range(3 * repeats):
-        if len(wall) == repeats:
-            break
+def gated_round(case, gate, sync):
+    """One counted held round of case.launch: GATED_CALLS calls with the GPU held (GpuGate) for
+    the whole loop, then the device us per call of the queued work run back to back. A round
+    whose gate opened before the loop ended (the loop outlasted the hold) is not counted and
+    runs again with a hold twice as long (from then on), within case.held_attempts."""
+    calls = min(case.fields["calls"], GATED_CALLS)
+    if case.hold_us is None:
+        case.hold_us = max(2000.0, 4 * float(np.median(case.wall)) * calls)
+    while case.held_attempts > 0:
+        case.held_attempts -= 1
         sync()
-        gate.hold(hold_us)
+        gate.hold(case.hold_us)
         start = time.perf_counter_ns()
         for _ in range(calls):
-            fn()
+            case.launch()
         us = (time.perf_counter_ns() - start) / calls / 1e3
         held = gate.still_held()
         device_us = gate.device_us_per_call(calls)
-        if not held:
-            hold_us *= 2
-            continue
-        wall.append(us)
-        device.append(device_us)
-    if not wall:
-        raise RuntimeError("the GPU gate never held a whole loop")
-    return dict(gated_us_median=float(np.median(wall)), gated_us_min=float(min(wall)),
-                gpu_us_median=float(np.median(device)), gated_calls=calls)
-
-
-def timed(fn, calls, repeats, sync, gate=None):
-    """per_call_us, and with a gate (CUDA) gated_per_call_us too."""
-    r = per_call_us(fn, calls, repeats, sync)
-    if gate is not None:
-        r.update(gated_per_call_us(fn, calls, repeats, gate, r["us_median"], sync))
-    return r
+        if held:
+            case.held.append(us)
+            case.device.append(device_us)
+            return
+        case.hold_us *= 2
+    raise RuntimeError(f"the GPU gate never held a whole loop of {case.fields['case']}")
 
 
 def layer_kwargs(step, ratio, c4a_topk=None, topk=512):
@@ -176,78 +203,95 @@ STEP_KEYS = ("query_start_loc", "seq_lens", "token_to_req", "swa_block_table", "
 
 
 def cases(framework, device, shapes, calls, repeats):
-    """Every measurement of one framework/device; yields result dicts."""
+    """Every measurement of one framework/device, measured together (measure: rounds
+    interleaved); returns their result dicts in the order made."""
     schedule = reference.deepseek_v4_flash()
     sync = torch.cuda.synchronize if device is not None and device.type == "cuda" else None
     backend = "cuda" if sync else "host"
     gate = GpuGate() if sync else None
+    launches = sync is not None  # the cases that launch on CUDA get held rounds too
+    made = []
+
+    def add(fields, run, launch=None):
+        made.append(Case(fields, run, launch if launches else None))
+
     if framework == "torch":
         # torch's own calls on this host, the floor beside build(): one Python call into torch's
         # C++ that launches one kernel on CUDA (fill_ of one element), and the two tensors that
         # build() without out= makes (torch.empty x2).
         one = torch.empty(1, dtype=torch.int32, device=device)
         base = dict(framework=framework, backend=backend, shape="floor", tokens=0, layer="-", calls=calls)
-        yield dict(base, case="torch fill_", **timed(lambda: one.fill_(0), calls, repeats, sync, gate))
-        yield dict(base, case="torch empty x2", **per_call_us(
+        fill = lambda: one.fill_(0)  # noqa: E731
+        add(dict(base, case="torch fill_"), calls_loop(fill, calls), fill)
+        add(dict(base, case="torch empty x2"), calls_loop(
             lambda: (torch.empty((1, 640), dtype=torch.int32, device=device),
-                     torch.empty(1, dtype=torch.int32, device=device)), calls, repeats, sync))
+                     torch.empty(1, dtype=torch.int32, device=device)), calls))
+    live_steps = []  # the cache-hit indexers, inside their step until every round is done
     for shape_name, step in shapes.items():
         rng = np.random.default_rng(0)
         T, D = len(step["token_to_req"]), step["decode_swa_indices"].shape[0]
         pos_n = np.maximum(1, (step["seq_lens"][step["token_to_req"]] + 1) // 4)
         c4a = np.where(np.arange(512)[None, :] < pos_n[:, None],
                        (rng.random((T, 512)) * pos_n[:, None]).astype(np.int32), -1).astype(np.int32)
-        base = dict(framework=framework, backend=backend, shape=shape_name, tokens=T)
+        base = dict(framework=framework, backend=backend, shape=shape_name, tokens=T, calls=calls)
         # build(): one SWA-only build (the cheapest kernel) and one C4A build.
         for kind, ratio in (("SWA-only", 1), ("C4A", 4)):
             kwargs = convert(layer_kwargs(step, ratio, c4a), framework, device)
-            yield dict(base, case="build", layer=kind, calls=calls,
-                       **timed(lambda: dsv4_indices.build(**kwargs), calls, repeats, sync, gate))
+            call = functools.partial(dsv4_indices.build, **kwargs)
+            add(dict(base, case="build", layer=kind), calls_loop(call, calls), call)
         # build(out=...): the same builds into caller-owned arrays (SPEC §7), two more arrays read.
         for kind, ratio in (("SWA-only", 1), ("C4A", 4)):
             kwargs = convert(layer_kwargs(step, ratio, c4a), framework, device)
             out = output_pair(T, 128 + (0 if ratio == 1 else 512), framework, device)
-            yield dict(base, case="build out=", layer=kind, calls=calls,
-                       **timed(lambda: dsv4_indices.build(**kwargs, out=out), calls, repeats, sync, gate))
+            call = functools.partial(dsv4_indices.build, **kwargs, out=out)
+            add(dict(base, case="build out=", layer=kind), calls_loop(call, calls), call)
         # StepIndexer: a cache hit, a C4A layer build, and whole steps.
         args = convert({k: step[k] for k in STEP_KEYS}, framework, device)
         c4a_t = convert({"t": c4a}, framework, device)["t"]
         indexer = dsv4_indices.StepIndexer(schedule["compress_ratios"])
         indexer.begin_step(**args)
         indexer.layer(0)
-        yield dict(base, case="layer hit", layer="SWA-only", calls=calls,
-                   **per_call_us(lambda: indexer.layer(1), calls, repeats))
-        indexer.end_step()
-        # C4A layer builds as a step makes them (21 per step, the workspace recycled per step):
-        # each round times one step's 21 calls; begin_step / end_step are outside the timing.
+        live_steps.append(indexer)
+        add(dict(base, case="layer hit", layer="SWA-only"), calls_loop(functools.partial(indexer.layer, 1), calls))
+        # C4A layer builds as a step makes them (21 per step, the workspace recycled per step): a
+        # round times `steps` steps' 21 calls each; begin_step / end_step are outside the timing.
         c4a_layers = [i for i, r in enumerate(schedule["compress_ratios"]) if r == 4]
-        wall, cpu = [], []
-        for n in range(10 + max(repeats, calls // len(c4a_layers))):
-            indexer.begin_step(**args)
-            if sync:
-                sync()
-            start, start_cpu = time.perf_counter_ns(), time.thread_time_ns()
-            for i in c4a_layers:
-                indexer.layer(i, c4a_t)
-            if n >= 10:  # the first steps warm the workspace up
-                wall.append((time.perf_counter_ns() - start) / len(c4a_layers) / 1e3)
-                cpu.append((time.thread_time_ns() - start_cpu) / len(c4a_layers) / 1e3)
-            indexer.end_step()
-        yield dict(base, case="layer build", layer="C4A", us_median=float(np.median(wall)), us_min=float(min(wall)),
-                   cpu_us_median=float(np.median(cpu)), cpu_us_min=float(min(cpu)), calls=len(wall) * len(c4a_layers))
+        steps = max(1, calls // len(c4a_layers))
+
+        def c4a_layer_builds(ix=dsv4_indices.StepIndexer(schedule["compress_ratios"]), args=args, c4a_t=c4a_t,
+                             steps=steps):
+            wall = cpu = 0
+            for _ in range(steps):
+                ix.begin_step(**args)
+                if sync:
+                    sync()
+                start, start_cpu = time.perf_counter_ns(), time.thread_time_ns()
+                for i in c4a_layers:
+                    ix.layer(i, c4a_t)
+                wall += time.perf_counter_ns() - start
+                cpu += time.thread_time_ns() - start_cpu
+                ix.end_step()
+            n = steps * len(c4a_layers)
+            return wall / n / 1e3, cpu / n / 1e3
+
+        add(dict(base, case="layer build", layer="C4A", calls=steps * len(c4a_layers)), c4a_layer_builds)
         for cached in (True, False):
             ix = dsv4_indices.StepIndexer(schedule["compress_ratios"], cache=cached)
 
-            def one_step():
+            def one_step(ix=ix, args=args, c4a_t=c4a_t):
                 ix.begin_step(**args)
                 for i, ratio in enumerate(schedule["compress_ratios"]):
                     ix.layer(i, c4a_t if ratio == 4 else None)
                 ix.end_step()
 
-            n = max(5, calls // 100)
-            timing = per_call_us(one_step, n, repeats, sync)
-            yield dict(base, case="Flash step " + ("cached" if cached else "uncached"),
-                       layer=f"{ix.builder_calls} builds", calls=n, **timing)
+            one_step()  # builder_calls counts one step's builds
+            add(dict(base, case="Flash step " + ("cached" if cached else "uncached"),
+                     layer=f"{ix.builder_calls} builds", calls=max(5, calls // 100)),
+                calls_loop(one_step, max(5, calls // 100)))
+    measure(made, repeats, sync, gate)
+    for indexer in live_steps:
+        indexer.end_step()
+    return [case.result() for case in made]
 
 
 def main():

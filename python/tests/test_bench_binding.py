@@ -7,6 +7,9 @@ import os
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
+import bench_binding  # noqa: E402
+
 BENCH = os.path.join(os.path.dirname(__file__), "..", "bench", "bench_binding.py")
 CASES = {"build", "build out=", "layer hit", "layer build", "Flash step cached", "Flash step uncached"}
 # torch's own calls on the same host, beside the binding's: the floor a torch user pays anyway
@@ -49,3 +52,25 @@ def test_every_case_runs_on_numpy_and_is_written(tmp_path):
             assert all(r["gated_us_median"] > 0 and r["gpu_us_median"] >= 0 for r in rows if r["case"] in GATED_CASES)
         else:
             assert not held, held
+
+
+
+def test_rounds_of_all_cases_are_interleaved_and_reversed_every_other_round():
+    log = []
+
+    def case(name, us):
+        def run():
+            log.append(name)
+            return us, us / 2
+        return bench_binding.Case(dict(case=name, calls=10), run)
+
+    made = [case("a", 1.0), case("b", 2.0), case("c", 3.0)]
+    syncs = []
+    bench_binding.measure(made, 3, sync=lambda: syncs.append(len(log)))
+    # a warm-up round each, then rounds in the given order, reversed every other round
+    assert log == list("abc") + list("abc") + list("cba") + list("abc")
+    assert syncs == list(range(len(log)))  # the GPU drained before every round
+    results = [c.result() for c in made]
+    assert [r["us_median"] for r in results] == [1.0, 2.0, 3.0]
+    assert [r["cpu_us_min"] for r in results] == [0.5, 1.0, 1.5]
+    assert all("gated_us_median" not in r for r in results)
