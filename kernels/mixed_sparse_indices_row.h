@@ -417,19 +417,49 @@ DSV4_HD DSV4_INLINE void translate_prefill_compressed_chunk(const MixedSparseInd
 // (Continuing the compressed chunks' round over the ranks instead, so that C128A after 120K
 // takes 5 chunks a rank rather than 6 and 4, was 0.2 us slower on it and on Flash C4A 8K:
 // bench/results/2026-12-04-h200-window-rank-trial/.)
+// Window columns c0 .. c0 + 3 of a prefill row on the fast path: positions swa_start + c
+// (c < swa_len) looked up in the SWA table, into v.
+DSV4_HD DSV4_INLINE void prefill_window_chunk(const MixedSparseIndicesArgs& a, const RowPlan& p, int32_t c0,
+                                              int32_t (&v)[4], int32_t* errors) {
+  const int32_t first = p.swa_start + c0;
+  const uint32_t block = static_cast<uint32_t>(first) >> a.swa.log2_block_size;
+  if (c0 + 4 <= p.swa_len && block == static_cast<uint32_t>(first + 3) >> a.swa.log2_block_size) {
+    a.swa.lookup_run<4>(p.swa_table, first, block, v, errors);
+  } else {
+    DSV4_UNROLL
+    for (int e = 0; e < 4; ++e) v[e] = a.swa.lookup<true>(p.swa_table, first + e, c0 + e < p.swa_len, errors);
+  }
+}
+
 DSV4_HD DSV4_INLINE void build_prefill_window(const MixedSparseIndicesArgs& a, const RowPlan& p, int32_t* out,
                                               int32_t rank, int32_t group_threads, int32_t* errors) {
+#if defined(DSV4_NARROW_WINDOW_BATCH)
+  // Trial (off by default): in groups of at most 8 threads (the narrow rows: SWA-only, C128A
+  // 8K), a thread's window chunks in batches of DSV4_NARROW_WINDOW_BATCH, their table reads
+  // together, then their stores (batches of 4 for every row: C128A 8K and SWA-only 0.1-0.3 us
+  // faster, Flash C4A 0.2-0.6 us slower; bench/results/2026-12-05-h200-window-batch-staged-trial/).
+  if (group_threads <= 8) {
+    constexpr int kBatch = DSV4_NARROW_WINDOW_BATCH;
+    for (int32_t k0 = rank; k0 < a.window / 4; k0 += kBatch * group_threads) {
+      int32_t v[kBatch][4];
+      DSV4_UNROLL
+      for (int b = 0; b < kBatch; ++b) {
+        const int32_t k = k0 + b * group_threads;
+        if (k < a.window / 4) prefill_window_chunk(a, p, 4 * k, v[b], errors);
+      }
+      DSV4_UNROLL
+      for (int b = 0; b < kBatch; ++b) {
+        const int32_t k = k0 + b * group_threads;
+        if (k < a.window / 4) store_chunk<4>(out + 4 * k, v[b]);
+      }
+    }
+    return;
+  }
+#endif
   for (int32_t k = rank; k < a.window / 4; k += group_threads) {
     const int32_t c0 = 4 * k;
     int32_t v[4];
-    const int32_t first = p.swa_start + c0;
-    const uint32_t block = static_cast<uint32_t>(first) >> a.swa.log2_block_size;
-    if (c0 + 4 <= p.swa_len && block == static_cast<uint32_t>(first + 3) >> a.swa.log2_block_size) {
-      a.swa.lookup_run<4>(p.swa_table, first, block, v, errors);
-    } else {
-      DSV4_UNROLL
-      for (int e = 0; e < 4; ++e) v[e] = a.swa.lookup<true>(p.swa_table, first + e, c0 + e < p.swa_len, errors);
-    }
+    prefill_window_chunk(a, p, c0, v, errors);
     store_chunk<4>(out + c0, v);
   }
 }
