@@ -294,6 +294,21 @@ def cases(framework, device, shapes, calls, repeats):
     return [case.result() for case in made]
 
 
+def add_over_fill(results):
+    """Beside each build() row of a torch framework, its host time over torch's own one-element
+    fill_ on the same tensors' device, measured in the same rounds (over_fill_us, wall medians;
+    over_fill_held_us, held medians, CUDA): what the binding costs above the smallest launching
+    call torch itself makes there, which a slow stretch of the host moves alike."""
+    fills = {(r["framework"], r["backend"]): r for r in results if r["case"] == "torch fill_"}
+    for r in results:
+        fill = fills.get((r["framework"], r["backend"]))
+        if fill is None or r["case"] not in ("build", "build out="):
+            continue
+        r["over_fill_us"] = r["us_median"] - fill["us_median"]
+        if r.get("gated_us_median") is not None and fill.get("gated_us_median") is not None:
+            r["over_fill_held_us"] = r["gated_us_median"] - fill["gated_us_median"]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", help="write the results here")
@@ -323,9 +338,11 @@ def main():
             target = TARGETS.get((r["case"], r["framework"], r["backend"]))
             r["target_us"] = target
             results.append(r)
+    add_over_fill(results)
 
     print(f"{'case':<20} {'layer':<10} {'framework':<9} {'backend':<7} {'shape':<11} {'wall us/call':>12} "
-          f"{'min':>8} {'cpu us':>8} {'cpu min':>8} {'held us':>8} {'gpu us':>8}  target (wall median; held median)")
+          f"{'min':>8} {'cpu us':>8} {'cpu min':>8} {'held us':>8} {'gpu us':>8} {'-fill_':>7}  "
+          "target (wall median; held median)")
     for r in results:
         target = "" if r["target_us"] is None else (
             f"<= {r['target_us']:g} us: {'met' if r['us_median'] <= r['target_us'] else 'MISSED'}")
@@ -333,11 +350,14 @@ def main():
         if r["target_us"] is not None and held is not None:
             target += f"; {'met' if held <= r['target_us'] else 'MISSED'}"
         extra = (f" {held:>8.2f} {r['gpu_us_median']:>8.2f}" if held is not None else f" {'':>8} {'':>8}")
+        over = r.get("over_fill_held_us", r.get("over_fill_us"))
+        extra += f" {over:>7.2f}" if over is not None else f" {'':>7}"
         print(f"{r['case']:<20} {r['layer']:<10} {r['framework']:<9} {r['backend']:<7} {r['shape']:<11} "
               f"{r['us_median']:>12.2f} {r['us_min']:>8.2f} {r['cpu_us_median']:>8.2f} {r['cpu_us_min']:>8.2f}"
               f"{extra}  {target}")
     print("held us: the same calls with the GPU held busy (torch.cuda._sleep) until all are launched, so that "
-          "none waits for the device: host time alone; gpu us: the queued calls' device time, back to back")
+          "none waits for the device: host time alone; gpu us: the queued calls' device time, back to back; "
+          "-fill_: build() minus torch's one-element fill_ on the same device, same rounds (held where both are)")
     for note in notes:
         print("note:", note)
     env = dict(python=platform.python_version(), machine=platform.machine(), processor=platform.processor(),

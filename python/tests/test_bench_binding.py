@@ -74,3 +74,16 @@ def test_rounds_of_all_cases_are_interleaved_and_reversed_every_other_round():
     assert [r["us_median"] for r in results] == [1.0, 2.0, 3.0]
     assert [r["cpu_us_min"] for r in results] == [0.5, 1.0, 1.5]
     assert all("gated_us_median" not in r for r in results)
+
+
+def test_builds_of_a_torch_framework_are_reported_over_torchs_own_fill():
+    row = dict(framework="torch", backend="cuda", us_median=7.0, gated_us_median=6.5)
+    results = [dict(row, case="torch fill_", us_median=6.0, gated_us_median=5.75),
+               dict(row, case="build"), dict(row, case="build out=", gated_us_median=None),
+               dict(row, case="layer hit"), dict(row, case="build", backend="host")]
+    bench_binding.add_over_fill(results)
+    fill, build, out, hit, host = results
+    assert build["over_fill_us"] == 1.0 and build["over_fill_held_us"] == 0.75
+    assert out["over_fill_us"] == 1.0 and "over_fill_held_us" not in out
+    assert "over_fill_us" not in hit and "over_fill_us" not in fill
+    assert "over_fill_us" not in host  # no fill_ row of torch on the host backend in this list
