@@ -28,8 +28,8 @@ inline cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
 // ea831b8 (launch_empty_kernel_driver_programmatic times today's, kernels::launch_build_kernel).
 inline void launch_ex_checked(const void* kernel, unsigned ctas, unsigned threads, void** params,
                               bool programmatic_launch, void* stream, const char* call) {
-  const kernels::KernelStatus status = kernels::launch_kernel_runtime(kernel, ctas, static_cast<int32_t>(threads), params,
-                                                                      programmatic_launch, as_stream(stream), call, 0);
+  const kernels::KernelStatus status = kernels::launch_kernel_runtime(
+      kernel, ctas, static_cast<int32_t>(threads), params, programmatic_launch, as_stream(stream), call, 0);
   check(static_cast<cudaError_t>(status.code), call, __FILE__, __LINE__);
 }
 

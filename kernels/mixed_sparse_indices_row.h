@@ -586,7 +586,9 @@ DSV4_HD DSV4_INLINE RowShare build_row_share(const MixedSparseIndicesArgs& a, in
     DSV4_UNROLL
     for (int b = 0; b < kChunks; ++b) {
       const int32_t i = first + b * group_threads;
-      if (i < chunks) finish_chunk<kPowerOfTwo, kLanes>(a, share.start, share.plan, chunk_at(i), v[b], &share.picks, errors);
+      if (i < chunks) {
+        finish_chunk<kPowerOfTwo, kLanes>(a, share.start, share.plan, chunk_at(i), v[b], &share.picks, errors);
+      }
     }
     DSV4_UNROLL
     for (int b = 0; b < kChunks; ++b) {
