@@ -412,11 +412,6 @@ DSV4_HD DSV4_INLINE void translate_prefill_compressed_chunk(const MixedSparseInd
 }
 #endif
 
-// Thread `rank`'s window chunks (rank, rank + group_threads, ...) of a prefill row on the fast
-// path: positions swa_start + c for c < swa_len, looked up in the SWA table, stored at out + c.
-// (Continuing the compressed chunks' round over the ranks instead, so that C128A after 120K
-// takes 5 chunks a rank rather than 6 and 4, was 0.2 us slower on it and on Flash C4A 8K:
-// bench/results/2026-12-04-h200-window-rank-trial/.)
 // Window columns c0 .. c0 + 3 of a prefill row on the fast path: positions swa_start + c
 // (c < swa_len) looked up in the SWA table, into v.
 DSV4_HD DSV4_INLINE void prefill_window_chunk(const MixedSparseIndicesArgs& a, const RowPlan& p, int32_t c0,
@@ -431,6 +426,11 @@ DSV4_HD DSV4_INLINE void prefill_window_chunk(const MixedSparseIndicesArgs& a, c
   }
 }
 
+// Thread `rank`'s window chunks (rank, rank + group_threads, ...) of a prefill row on the fast
+// path: positions swa_start + c for c < swa_len, looked up in the SWA table, stored at out + c.
+// (Continuing the compressed chunks' round over the ranks instead, so that C128A after 120K
+// takes 5 chunks a rank rather than 6 and 4, was 0.2 us slower on it and on Flash C4A 8K:
+// bench/results/2026-12-04-h200-window-rank-trial/.)
 DSV4_HD DSV4_INLINE void build_prefill_window(const MixedSparseIndicesArgs& a, const RowPlan& p, int32_t* out,
                                               int32_t rank, int32_t group_threads, int32_t* errors) {
 #if defined(DSV4_NARROW_WINDOW_BATCH)
