@@ -357,18 +357,11 @@ DSV4_HD DSV4_INLINE void write_padding_row(const MixedSparseIndicesArgs& a, int3
 }
 
 // Compressed columns W + j0 .. W + j0 + 3 of a prefill row on the fast path (power-of-two
-// blocks, 16-byte chunks), their inputs in v: -1 past the row's values (compressed_count),
-// translated, stored at compressed_out + j0.
-DSV4_HD DSV4_INLINE void finish_prefill_compressed_chunk(const MixedSparseIndicesArgs& a, const RowPlan& p,
-                                                         int32_t j0, int32_t (&v)[4], int32_t* compressed_out,
-                                                         int32_t* errors) {
-  const int32_t count = p.compressed_count;
-  if (j0 >= count) {  // past the row's values (prefill tokens early in a request)
-    DSV4_UNROLL
-    for (int e = 0; e < 4; ++e) v[e] = -1;
-    store_chunk<4>(compressed_out + j0, v);
-    return;
-  }
+// blocks, 16-byte chunks) that hold values (j0 < count = compressed_count), their inputs in v,
+// translated in place: -1 past count.
+DSV4_HD DSV4_INLINE void translate_prefill_compressed_values(const MixedSparseIndicesArgs& a, const RowPlan& p,
+                                                             int32_t j0, int32_t count, int32_t (&v)[4],
+                                                             int32_t* errors) {
   if (j0 + 4 > count) {  // the chunk that straddles the row's values
     DSV4_UNROLL
     for (int e = 0; e < 4; ++e) v[e] = j0 + e < count ? v[e] : -1;
@@ -383,6 +376,21 @@ DSV4_HD DSV4_INLINE void finish_prefill_compressed_chunk(const MixedSparseIndice
   } else {
     a.compressed.lookup_indices<4>(p.compressed_table, v, errors);
   }
+}
+
+// The same chunk whatever j0, -1 past the row's values (prefill tokens early in a request),
+// stored at compressed_out + j0.
+DSV4_HD DSV4_INLINE void finish_prefill_compressed_chunk(const MixedSparseIndicesArgs& a, const RowPlan& p,
+                                                         int32_t j0, int32_t (&v)[4], int32_t* compressed_out,
+                                                         int32_t* errors) {
+  const int32_t count = p.compressed_count;
+  if (j0 >= count) {
+    DSV4_UNROLL
+    for (int e = 0; e < 4; ++e) v[e] = -1;
+    store_chunk<4>(compressed_out + j0, v);
+    return;
+  }
+  translate_prefill_compressed_values(a, p, j0, count, v, errors);
   store_chunk<4>(compressed_out + j0, v);
 }
 
@@ -397,18 +405,7 @@ DSV4_HD DSV4_INLINE void translate_prefill_compressed_chunk(const MixedSparseInd
     for (int e = 0; e < 4; ++e) v[e] = -1;
     return;
   }
-  if (j0 + 4 > count) {
-    DSV4_UNROLL
-    for (int e = 0; e < 4; ++e) v[e] = j0 + e < count ? v[e] : -1;
-  }
-  const uint32_t u0 = static_cast<uint32_t>(v[0]);
-  const uint32_t block = u0 >> a.compressed.log2_block_size;
-  if (a.ratio != 4 && v[0] >= 0 && static_cast<uint32_t>(v[1]) - u0 == 1u && static_cast<uint32_t>(v[2]) - u0 == 2u &&
-      static_cast<uint32_t>(v[3]) - u0 == 3u && block == static_cast<uint32_t>(v[3]) >> a.compressed.log2_block_size) {
-    a.compressed.lookup_run<4>(p.compressed_table, v[0], block, v, errors);
-  } else {
-    a.compressed.lookup_indices<4>(p.compressed_table, v, errors);
-  }
+  translate_prefill_compressed_values(a, p, j0, count, v, errors);
 }
 #endif
 
