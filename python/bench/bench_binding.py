@@ -7,10 +7,11 @@ Host time is the wall time of the Python loop of calls (CUDA: launches only, the
 waited for); each case is rounds of N calls, median and minimum per call over the rounds
 reported, beside the thread's CPU time per call (equal to the wall time on an idle machine; the
 one to read on a shared one). The rounds of all cases of a framework are interleaved (measure),
-so that a slow stretch of the host falls on every case alike. On CUDA the launching cases are also timed with the GPU held busy while the loop
-launches (GpuGate: no call can wait for the device, so the loop is host time alone) and the
-queued work's device time per call is reported beside it. Issue 13's
-targets on an H200: build() with torch CUDA tensors <= 8 us (with out= too), a cache hit <= 2 us.
+so that a slow stretch of the host falls on every case alike. On CUDA the launching cases are
+also timed with the GPU held busy while the loop launches (GpuGate: no call can wait for the
+device, so the loop is host time alone) and the queued work's device time per call is reported
+beside it. Issue 13's targets on an H200: build() with torch CUDA tensors <= 8 us (with out=
+too), a cache hit <= 2 us.
 
     python3 python/bench/bench_binding.py [--json OUT.json] [--calls 2000] [--repeats 7]
 """
@@ -208,12 +209,11 @@ def cases(framework, device, shapes, calls, repeats):
     schedule = reference.deepseek_v4_flash()
     sync = torch.cuda.synchronize if device is not None and device.type == "cuda" else None
     backend = "cuda" if sync else "host"
-    gate = GpuGate() if sync else None
-    launches = sync is not None  # the cases that launch on CUDA get held rounds too
+    gate = GpuGate() if sync else None  # CUDA: the launching cases get held rounds too (measure)
     made = []
 
     def add(fields, run, launch=None):
-        made.append(Case(fields, run, launch if launches else None))
+        made.append(Case(fields, run, launch))
 
     if framework == "torch":
         # torch's own calls on this host, the floor beside build(): one Python call into torch's

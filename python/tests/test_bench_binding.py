@@ -54,7 +54,6 @@ def test_every_case_runs_on_numpy_and_is_written(tmp_path):
             assert not held, held
 
 
-
 def test_rounds_of_all_cases_are_interleaved_and_reversed_every_other_round():
     log = []
 
