@@ -394,18 +394,63 @@ DSV4_HD DSV4_INLINE void finish_prefill_compressed_chunk(const MixedSparseIndice
   store_chunk<4>(compressed_out + j0, v);
 }
 
-#if defined(DSV4_PASS_LOOKUPS)
-// Trial (off by default): finish_prefill_compressed_chunk without its store, so that a pass's
-// table reads are in flight together and its stores follow.
-DSV4_HD DSV4_INLINE void translate_prefill_compressed_chunk(const MixedSparseIndicesArgs& a, const RowPlan& p,
-                                                            int32_t j0, int32_t (&v)[4], int32_t* errors) {
-  const int32_t count = p.compressed_count;
-  if (j0 >= count) {
-    DSV4_UNROLL
-    for (int e = 0; e < 4; ++e) v[e] = -1;
-    return;
+#if defined(DSV4_GATHER_LOOKUPS)
+// Trial (off by default): a chunk's lookups in two halves (BlockTableView::gather_blocks), so
+// that a pass issues all its chunks' table reads before it consumes any. DSV4_GATHER_LOOKUPS=1:
+// every chunk through gather_blocks<4, true> (an index in its predecessor's block reuses its
+// entry); 2: the default's choice per chunk, one read for a run in one block (lookup_run) or a
+// read per index (lookup_indices).
+struct GatheredChunk {
+  uint32_t physical[4];
+  uint32_t reused;
+  bool run;  // DSV4_GATHER_LOOKUPS=2: physical[0] is the run's block entry
+};
+DSV4_HD DSV4_INLINE void gather_chunk(const BlockTableView& table, const int32_t* row_table, const int32_t (&v)[4],
+                                      bool run, GatheredChunk& g) {
+  g.run = DSV4_GATHER_LOOKUPS == 2 && run;
+  if (DSV4_GATHER_LOOKUPS == 1) {
+    table.gather_blocks<4, true>(row_table, v, g.physical, g.reused);
+  } else if (g.run) {
+    g.physical[0] = table.gather_run(row_table, static_cast<uint32_t>(v[0]) >> table.log2_block_size);
+  } else {
+    table.gather_blocks<4>(row_table, v, g.physical, g.reused);
   }
-  translate_prefill_compressed_values(a, p, j0, count, v, errors);
+}
+DSV4_HD DSV4_INLINE void apply_chunk(const BlockTableView& table, int32_t (&v)[4], const GatheredChunk& g,
+                                     int32_t* errors) {
+  if (g.run) {
+    table.apply_run<4>(g.physical[0], v[0], v, errors);
+  } else {
+    table.apply_blocks<4>(v, g.physical, g.reused, errors);
+  }
+}
+// Whether a fast-path compressed chunk's indices are consecutive in one block (C128A's
+// positions, with blocks of 4 or more; a C4A indexer's picks rarely are, and skip the test):
+// one table read for the chunk. (The test translate_prefill_compressed_values makes inline:
+// calling this there changes the default kernels' SASS.)
+DSV4_HD DSV4_INLINE bool compressed_run(const MixedSparseIndicesArgs& a, const int32_t (&v)[4]) {
+  const uint32_t u0 = static_cast<uint32_t>(v[0]);
+  return a.ratio != 4 && v[0] >= 0 && static_cast<uint32_t>(v[1]) - u0 == 1u && static_cast<uint32_t>(v[2]) - u0 == 2u &&
+         static_cast<uint32_t>(v[3]) - u0 == 3u &&
+         u0 >> a.compressed.log2_block_size == static_cast<uint32_t>(v[3]) >> a.compressed.log2_block_size;
+}
+
+// The compressed chunk at j0 (its inputs in v, -1 past the row's values) and the window chunk
+// at c0 (its positions into v, -1 past swa_len), gathered.
+DSV4_HD DSV4_INLINE void gather_prefill_compressed_chunk(const MixedSparseIndicesArgs& a, const RowPlan& p, int32_t j0,
+                                                         int32_t (&v)[4], GatheredChunk& g) {
+  DSV4_UNROLL
+  for (int e = 0; e < 4; ++e) v[e] = j0 + e < p.compressed_count ? v[e] : -1;
+  gather_chunk(a.compressed, p.compressed_table, v, compressed_run(a, v), g);
+}
+DSV4_HD DSV4_INLINE void gather_prefill_window_chunk(const MixedSparseIndicesArgs& a, const RowPlan& p, int32_t c0,
+                                                     int32_t (&v)[4], GatheredChunk& g) {
+  DSV4_UNROLL
+  for (int e = 0; e < 4; ++e) v[e] = c0 + e < p.swa_len ? p.swa_start + c0 + e : -1;
+  // (the valid positions are a prefix: v[3] >= 0 means all four are)
+  const bool run = v[3] >= 0 && static_cast<uint32_t>(v[0]) >> a.swa.log2_block_size ==
+                                    static_cast<uint32_t>(v[3]) >> a.swa.log2_block_size;
+  gather_chunk(a.swa, p.swa_table, v, run, g);
 }
 #endif
 
@@ -430,28 +475,34 @@ DSV4_HD DSV4_INLINE void prefill_window_chunk(const MixedSparseIndicesArgs& a, c
 // bench/results/2026-12-04-h200-window-rank-trial/.)
 DSV4_HD DSV4_INLINE void build_prefill_window(const MixedSparseIndicesArgs& a, const RowPlan& p, int32_t* out,
                                               int32_t rank, int32_t group_threads, int32_t* errors) {
-#if defined(DSV4_NARROW_WINDOW_BATCH)
-  // Trial (off by default): in groups of at most 8 threads (the narrow rows: SWA-only, C128A
-  // 8K), a thread's window chunks in batches of DSV4_NARROW_WINDOW_BATCH, their table reads
-  // together, then their stores (batches of 4 for every row: C128A 8K and SWA-only 0.1-0.3 us
-  // faster, Flash C4A 0.2-0.6 us slower; bench/results/2026-12-05-h200-window-batch-staged-trial/).
-  if (group_threads <= 8) {
-    constexpr int kBatch = DSV4_NARROW_WINDOW_BATCH;
-    for (int32_t k0 = rank; k0 < a.window / 4; k0 += kBatch * group_threads) {
-      int32_t v[kBatch][4];
-      DSV4_UNROLL
-      for (int b = 0; b < kBatch; ++b) {
-        const int32_t k = k0 + b * group_threads;
-        if (k < a.window / 4) prefill_window_chunk(a, p, 4 * k, v[b], errors);
-      }
-      DSV4_UNROLL
-      for (int b = 0; b < kBatch; ++b) {
-        const int32_t k = k0 + b * group_threads;
-        if (k < a.window / 4) store_chunk<4>(out + 4 * k, v[b]);
+#if defined(DSV4_GATHER_LOOKUPS)
+  // Trial (off by default): in groups of at most DSV4_GATHER_WINDOW_GROUPS threads (8: the
+  // narrow rows, SWA-only and C128A 8K), a thread's window chunks in batches of 4, every table
+  // read of a batch issued before any is consumed. (Batches of 4 for every row, the twenty-sixth
+  // session's DSV4_WINDOW_BATCH: C128A 8K and SWA-only 0.1-0.3 us faster, Flash C4A 0.2-0.6 us
+  // slower; bench/results/2026-12-05-h200-window-batch-staged-trial/.)
+#if !defined(DSV4_GATHER_WINDOW_GROUPS)
+#define DSV4_GATHER_WINDOW_GROUPS 8
+#endif
+  constexpr int kBatch = 4;
+  for (int32_t k0 = rank; group_threads <= DSV4_GATHER_WINDOW_GROUPS && k0 < a.window / 4; k0 += kBatch * group_threads) {
+    int32_t v[kBatch][4] = {};
+    GatheredChunk g[kBatch] = {};
+    DSV4_UNROLL
+    for (int b = 0; b < kBatch; ++b) {
+      const int32_t c0 = 4 * (k0 + b * group_threads);
+      if (c0 < a.window) gather_prefill_window_chunk(a, p, c0, v[b], g[b]);
+    }
+    DSV4_UNROLL
+    for (int b = 0; b < kBatch; ++b) {
+      const int32_t c0 = 4 * (k0 + b * group_threads);
+      if (c0 < a.window) {
+        apply_chunk(a.swa, v[b], g[b], errors);
+        store_chunk<4>(out + c0, v[b]);
       }
     }
-    return;
   }
+  if (group_threads <= DSV4_GATHER_WINDOW_GROUPS) return;
 #endif
   for (int32_t k = rank; k < a.window / 4; k += group_threads) {
     const int32_t c0 = 4 * k;
@@ -517,16 +568,21 @@ DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArg
   int32_t* out = share.start.out;
   int32_t* compressed_out = out + (a.window - Columns::shift(a));  // column W's place
   const auto finish_pass = [&](int32_t first, int32_t(&v)[kChunks][4]) {
-#if defined(DSV4_PASS_LOOKUPS)
+#if defined(DSV4_GATHER_LOOKUPS)
+    // Trial (off by default): every table read of the pass issued before any is consumed.
+    GatheredChunk g[kChunks] = {};
     DSV4_UNROLL
     for (int b = 0; b < kChunks; ++b) {
       const int32_t i = first + b * group_threads;
-      if (i < compressed_chunks) translate_prefill_compressed_chunk(a, p, 4 * i, v[b], errors);
+      if (i < compressed_chunks) gather_prefill_compressed_chunk(a, p, 4 * i, v[b], g[b]);
     }
     DSV4_UNROLL
     for (int b = 0; b < kChunks; ++b) {
       const int32_t i = first + b * group_threads;
-      if (i < compressed_chunks) store_chunk<4>(compressed_out + 4 * i, v[b]);
+      if (i < compressed_chunks) {
+        apply_chunk(a.compressed, v[b], g[b], errors);
+        store_chunk<4>(compressed_out + 4 * i, v[b]);
+      }
     }
 #else
     DSV4_UNROLL
@@ -578,21 +634,6 @@ DSV4_HD DSV4_INLINE RowShare build_row_share(const MixedSparseIndicesArgs& a, in
     }
   };
   const auto finish_pass = [&](int32_t first, int32_t(&v)[kChunks][kLanes]) {
-#if defined(DSV4_PASS_LOOKUPS_GENERAL)
-    // Trial (off by default): the pass's table reads in flight together, then its stores.
-    DSV4_UNROLL
-    for (int b = 0; b < kChunks; ++b) {
-      const int32_t i = first + b * group_threads;
-      if (i < chunks) {
-        finish_chunk<kPowerOfTwo, kLanes>(a, share.start, share.plan, chunk_at(i), v[b], &share.picks, errors);
-      }
-    }
-    DSV4_UNROLL
-    for (int b = 0; b < kChunks; ++b) {
-      const int32_t i = first + b * group_threads;
-      if (i < chunks) store_chunk<kLanes>(share.start.out + (chunk_at(i) * kLanes - Columns::shift(a)), v[b]);
-    }
-#else
     DSV4_UNROLL
     for (int b = 0; b < kChunks; ++b) {
       const int32_t i = first + b * group_threads;
@@ -602,7 +643,6 @@ DSV4_HD DSV4_INLINE RowShare build_row_share(const MixedSparseIndicesArgs& a, in
         store_chunk<kLanes>(share.start.out + (k * kLanes - Columns::shift(a)), v[b]);
       }
     }
-#endif
   };
   load_pass(rank, share.start.compressed_width, va);
   share.plan = plan_row<kChecked>(a, share.start);
