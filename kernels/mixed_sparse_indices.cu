@@ -153,30 +153,13 @@ __global__ void __launch_bounds__(kCta, Policy::min_ctas_per_sm(kChunks)) mixed_
   }
 }
 
-// Chunks a pass of prefill_rows_kernel in groups of kGroupThreads: kDefaultChunks; its register
-// cap: that count's. (Trial, off by default: DSV4_NARROW_CHUNKS chunks a pass in the narrow
-// groups, kMinGroupThreads threads a row, so that C128A 8K's 4 compressed chunks a thread are
-// one pass; an 8K-row launch in those groups holds at most 2 CTAs an SM, so they are capped for
-// 2, 128 registers: with DSV4_GATHER_LOOKUPS the count's cap, 80, spilled.)
-template <int kGroupThreads>
-constexpr int kPrefillRowsChunks =
-#if defined(DSV4_NARROW_CHUNKS)
-    kGroupThreads == Policy::kMinGroupThreads ? DSV4_NARROW_CHUNKS :
-#endif
-                                              Policy::kDefaultChunks;
-template <int kGroupThreads>
-constexpr int kPrefillRowsMinCtas =
-#if defined(DSV4_NARROW_CHUNKS)
-    kGroupThreads == Policy::kMinGroupThreads ? 2 :
-#endif
-                                              Policy::min_ctas_per_sm(kPrefillRowsChunks<kGroupThreads>);
-
 // An unchecked build of prefill rows only on the fast path, whole or a part, takes the short
 // argument (prefill_rows_args.h), as the decode-chunk builds do: 0.15-0.3 us less per build.
 template <int kGroupThreads, bool kParts>
-__global__ void __launch_bounds__(kCta, kPrefillRowsMinCtas<kGroupThreads>) prefill_rows_kernel(const PrefillRowsArgs args) {
+__global__ void __launch_bounds__(kCta, Policy::min_ctas_per_sm(Policy::kDefaultChunks))
+    prefill_rows_kernel(const PrefillRowsArgs args) {
   begin_after_prior_grid();
-  build_cta_rows<kGroupThreads, kPrefillRowsChunks<kGroupThreads>, true, true, RowKinds::kPrefill, false, kParts>(
+  build_cta_rows<kGroupThreads, Policy::kDefaultChunks, true, true, RowKinds::kPrefill, false, kParts>(
       args.expand(), cta_of_block(blockIdx.x, gridDim.x, 0));  // no decode CTAs: from the last
 }
 
