@@ -427,11 +427,12 @@ DSV4_HD DSV4_INLINE void apply_chunk(const BlockTableView& table, int32_t (&v)[4
 // Whether a fast-path compressed chunk's indices are consecutive in one block (C128A's
 // positions, with blocks of 4 or more; a C4A indexer's picks rarely are, and skip the test):
 // one table read for the chunk. (The test translate_prefill_compressed_values makes inline:
-// calling this there changes the default kernels' SASS.)
+// calling this there changes the default kernels' SASS. Here blocks of fewer than 4, such as
+// C128A's production 256 / 128 = 2, skip it too: four indices never fit one of them.)
 DSV4_HD DSV4_INLINE bool compressed_run(const MixedSparseIndicesArgs& a, const int32_t (&v)[4]) {
   const uint32_t u0 = static_cast<uint32_t>(v[0]);
-  return a.ratio != 4 && v[0] >= 0 && static_cast<uint32_t>(v[1]) - u0 == 1u && static_cast<uint32_t>(v[2]) - u0 == 2u &&
-         static_cast<uint32_t>(v[3]) - u0 == 3u &&
+  return a.ratio != 4 && a.compressed.log2_block_size >= 2 && v[0] >= 0 && static_cast<uint32_t>(v[1]) - u0 == 1u &&
+         static_cast<uint32_t>(v[2]) - u0 == 2u && static_cast<uint32_t>(v[3]) - u0 == 3u &&
          u0 >> a.compressed.log2_block_size == static_cast<uint32_t>(v[3]) >> a.compressed.log2_block_size;
 }
 
