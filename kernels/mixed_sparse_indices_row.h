@@ -357,11 +357,18 @@ DSV4_HD DSV4_INLINE void write_padding_row(const MixedSparseIndicesArgs& a, int3
 }
 
 // Compressed columns W + j0 .. W + j0 + 3 of a prefill row on the fast path (power-of-two
-// blocks, 16-byte chunks) that hold values (j0 < count = compressed_count), their inputs in v,
-// translated in place: -1 past count.
-DSV4_HD DSV4_INLINE void translate_prefill_compressed_values(const MixedSparseIndicesArgs& a, const RowPlan& p,
-                                                             int32_t j0, int32_t count, int32_t (&v)[4],
-                                                             int32_t* errors) {
+// blocks, 16-byte chunks), their inputs in v: -1 past the row's values (compressed_count),
+// translated, stored at compressed_out + j0.
+DSV4_HD DSV4_INLINE void finish_prefill_compressed_chunk(const MixedSparseIndicesArgs& a, const RowPlan& p,
+                                                         int32_t j0, int32_t (&v)[4], int32_t* compressed_out,
+                                                         int32_t* errors) {
+  const int32_t count = p.compressed_count;
+  if (j0 >= count) {  // past the row's values (prefill tokens early in a request)
+    DSV4_UNROLL
+    for (int e = 0; e < 4; ++e) v[e] = -1;
+    store_chunk<4>(compressed_out + j0, v);
+    return;
+  }
   if (j0 + 4 > count) {  // the chunk that straddles the row's values
     DSV4_UNROLL
     for (int e = 0; e < 4; ++e) v[e] = j0 + e < count ? v[e] : -1;
@@ -376,21 +383,6 @@ DSV4_HD DSV4_INLINE void translate_prefill_compressed_values(const MixedSparseIn
   } else {
     a.compressed.lookup_indices<4>(p.compressed_table, v, errors);
   }
-}
-
-// The same chunk whatever j0, -1 past the row's values (prefill tokens early in a request),
-// stored at compressed_out + j0.
-DSV4_HD DSV4_INLINE void finish_prefill_compressed_chunk(const MixedSparseIndicesArgs& a, const RowPlan& p,
-                                                         int32_t j0, int32_t (&v)[4], int32_t* compressed_out,
-                                                         int32_t* errors) {
-  const int32_t count = p.compressed_count;
-  if (j0 >= count) {
-    DSV4_UNROLL
-    for (int e = 0; e < 4; ++e) v[e] = -1;
-    store_chunk<4>(compressed_out + j0, v);
-    return;
-  }
-  translate_prefill_compressed_values(a, p, j0, count, v, errors);
   store_chunk<4>(compressed_out + j0, v);
 }
 
@@ -426,7 +418,7 @@ DSV4_HD DSV4_INLINE void apply_chunk(const BlockTableView& table, int32_t (&v)[4
 }
 // Whether a fast-path compressed chunk's indices are consecutive in one block (C128A's
 // positions, with blocks of 4 or more; a C4A indexer's picks rarely are, and skip the test):
-// one table read for the chunk. (The test translate_prefill_compressed_values makes inline:
+// one table read for the chunk. (The test finish_prefill_compressed_chunk makes inline:
 // calling this there changes the default kernels' SASS. Here blocks of fewer than 4, such as
 // C128A's production 256 / 128 = 2, skip it too: four indices never fit one of them.)
 DSV4_HD DSV4_INLINE bool compressed_run(const MixedSparseIndicesArgs& a, const int32_t (&v)[4]) {
@@ -454,20 +446,6 @@ DSV4_HD DSV4_INLINE void gather_prefill_window_chunk(const MixedSparseIndicesArg
   gather_chunk(a.swa, p.swa_table, v, run, g);
 }
 #endif
-
-// Window columns c0 .. c0 + 3 of a prefill row on the fast path: positions swa_start + c
-// (c < swa_len) looked up in the SWA table, into v.
-DSV4_HD DSV4_INLINE void prefill_window_chunk(const MixedSparseIndicesArgs& a, const RowPlan& p, int32_t c0,
-                                              int32_t (&v)[4], int32_t* errors) {
-  const int32_t first = p.swa_start + c0;
-  const uint32_t block = static_cast<uint32_t>(first) >> a.swa.log2_block_size;
-  if (c0 + 4 <= p.swa_len && block == static_cast<uint32_t>(first + 3) >> a.swa.log2_block_size) {
-    a.swa.lookup_run<4>(p.swa_table, first, block, v, errors);
-  } else {
-    DSV4_UNROLL
-    for (int e = 0; e < 4; ++e) v[e] = a.swa.lookup<true>(p.swa_table, first + e, c0 + e < p.swa_len, errors);
-  }
-}
 
 // Thread `rank`'s window chunks (rank, rank + group_threads, ...) of a prefill row on the fast
 // path: positions swa_start + c for c < swa_len, looked up in the SWA table, stored at out + c.
@@ -508,7 +486,14 @@ DSV4_HD DSV4_INLINE void build_prefill_window(const MixedSparseIndicesArgs& a, c
   for (int32_t k = rank; k < a.window / 4; k += group_threads) {
     const int32_t c0 = 4 * k;
     int32_t v[4];
-    prefill_window_chunk(a, p, c0, v, errors);
+    const int32_t first = p.swa_start + c0;
+    const uint32_t block = static_cast<uint32_t>(first) >> a.swa.log2_block_size;
+    if (c0 + 4 <= p.swa_len && block == static_cast<uint32_t>(first + 3) >> a.swa.log2_block_size) {
+      a.swa.lookup_run<4>(p.swa_table, first, block, v, errors);
+    } else {
+      DSV4_UNROLL
+      for (int e = 0; e < 4; ++e) v[e] = a.swa.lookup<true>(p.swa_table, first + e, c0 + e < p.swa_len, errors);
+    }
     store_chunk<4>(out + c0, v);
   }
 }

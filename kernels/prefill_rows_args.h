@@ -34,19 +34,14 @@ struct PrefillRowsArgs {
 
   // `a` is a build of prefill rows only on the power-of-two, 16-byte path.
   DSV4_HD static PrefillRowsArgs of(const MixedSparseIndicesArgs& a) {
-#if defined(DSV4_FIRST_PASS_BOUND)
-    PrefillRowsArgs p{a.prefill_topk, a.query_start_loc, a.seq_lens, a.token_to_req, a.token_plan_in,
-                      a.token_plan_out, a.prefill_topk_stride, PowerOfTwoTable::of(a.swa),
-                      PowerOfTwoTable::of(a.compressed), RowOutput::of(a), a.window, a.ratio, a.topk,
-                      a.num_requests, a.num_tokens, a.row_width, a.prefill_width, a.output_stride, 0};
-    p.prefill_position_lead = a.prefill_position_lead;
-    return p;
-#else
     return PrefillRowsArgs{a.prefill_topk, a.query_start_loc, a.seq_lens, a.token_to_req, a.token_plan_in,
                            a.token_plan_out, a.prefill_topk_stride, PowerOfTwoTable::of(a.swa),
                            PowerOfTwoTable::of(a.compressed), RowOutput::of(a), a.window, a.ratio, a.topk,
-                           a.num_requests, a.num_tokens, a.row_width, a.prefill_width, a.output_stride};
+                           a.num_requests, a.num_tokens, a.row_width, a.prefill_width, a.output_stride
+#if defined(DSV4_FIRST_PASS_BOUND)
+                           , a.prefill_position_lead
 #endif
+    };
   }
 
   // The build these arguments describe, as the row logic reads it: no decode row, both tables
