@@ -9,6 +9,9 @@
 # DEPS (optional): a folder with usr/ holding RapidCheck, nlohmann_json and CLI11 (unpacked
 # Debian packages librapidcheck-dev, nlohmann-json3-dev, libcli11-dev), for machines that
 # can't apt-get them.
+# CUDA_FLAGS, CXX_FLAGS (optional): a trial's compile definitions (e.g. -DDSV4_GATHER_LOOKUPS=1;
+# CXX_FLAGS too for a knob that changes host structs), so that its device code passes the same
+# checks before it is adopted; built in ${BUILD_DIR:-build-gpu}.
 set -uo pipefail
 out=${1:?usage: gpu_check.sh OUTDIR [VERIFY_STEPS]}
 steps=${2:-10000}
@@ -21,8 +24,10 @@ mkdir -p "$out"
 deps_from_env
 status=0
 step() { echo "== $1: $2" | tee -a "$out/summary.txt"; }
-{ nvidia-smi; nvcc --version; git rev-parse HEAD 2>/dev/null; } > "$out/env.txt" 2>&1
-BUILD_DIR=build-gpu ./scripts/build.sh -DDSV4_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 "${deps_args[@]}" \
+{ nvidia-smi; nvcc --version; git rev-parse HEAD 2>/dev/null; echo "CUDA_FLAGS=${CUDA_FLAGS:-} CXX_FLAGS=${CXX_FLAGS:-}"; } > "$out/env.txt" 2>&1
+build=${BUILD_DIR:-build-gpu}
+BUILD_DIR=$build ./scripts/build.sh -DDSV4_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 "${deps_args[@]}" \
+  "-DCMAKE_CUDA_FLAGS=${CUDA_FLAGS:-}" "-DCMAKE_CXX_FLAGS=${CXX_FLAGS:-}" \
   > "$out/build.log" 2>&1 || { step build FAILED; tail -50 "$out/build.log"; exit 1; }
 step build ok
 # After the build, two phases of runs at once (one GPU, 16-core machines): the GPU tests, dsv4
@@ -39,7 +44,7 @@ verdict() { [ "$(cat "$out/$1.rc")" = 0 ] && echo ok || { status=1; echo "FAILED
 replay_captures() {
   local d rc=0
   for d in tests/data/capture_*; do
-    ./build-gpu/harness/dsv4 replay "$d" --backend all || { echo "FAILED: $d"; rc=1; }
+    ./$build/harness/dsv4 replay "$d" --backend all || { echo "FAILED: $d"; rc=1; }
   done
   return $rc
 }
@@ -52,12 +57,12 @@ sanitize() {  # sanitize TOOL EXE FILTER NAME [SHARD SHARDS]
   [ "$tool" = memcheck ] && leak=(--leak-check full)
   [ $# -ge 6 ] && shards=(GTEST_SHARD_INDEX="$5" GTEST_TOTAL_SHARDS="$6")
   RC_PARAMS="max_success=20" TIMEOUT=${SANITIZER_TIMEOUT:-540} run_logged "$name" env "${shards[@]}" \
-    compute-sanitizer --tool "$tool" --error-exitcode 3 "${leak[@]}" "./build-gpu/tests/$exe" --gtest_filter="$filter"
+    compute-sanitizer --tool "$tool" --error-exitcode 3 "${leak[@]}" "./$build/tests/$exe" --gtest_filter="$filter"
 }
 phases=${PHASES:-all}
 if [ "$phases" != sanitizers ]; then
-  run_logged gpu_tests ctest --test-dir build-gpu -L gpu --output-on-failure &
-  run_logged verify ./build-gpu/harness/dsv4 verify --steps "$steps" --backend all --mode all &
+  run_logged gpu_tests ctest --test-dir "$build" -L gpu --output-on-failure &
+  run_logged verify ./$build/harness/dsv4 verify --steps "$steps" --backend all --mode all &
   { replay_captures > "$out/replay_captures.log" 2>&1; echo $? > "$out/replay_captures.rc"; } &
   # verify's threads use every core: beside the nine sanitizer processes its first 1000 steps
   # took 265 s on an H200 machine (16 cores), so the sanitizers start once it is done.
