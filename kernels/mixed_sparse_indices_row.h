@@ -391,15 +391,18 @@ DSV4_HD DSV4_INLINE void finish_prefill_compressed_chunk(const MixedSparseIndice
 // that a pass issues all its chunks' table reads before it consumes any. DSV4_GATHER_LOOKUPS=1:
 // every chunk through gather_blocks<4, true> (an index in its predecessor's block reuses its
 // entry); 2: the default's choice per chunk, one read for a run in one block (lookup_run) or a
-// read per index (lookup_indices).
+// read per index (lookup_indices); 3: as 2, but only for the compressed chunks of C128A rows in
+// groups wider than DSV4_GATHER_WINDOW_GROUPS (C128A after 120K, the one shape where 2 won on
+// an H100: bench/results/2026-12-05-h100-e1d62e1-lookup-trial/), every other row and every
+// window as by default.
 struct GatheredChunk {
   uint32_t physical[4];
   uint32_t reused;
-  bool run;  // DSV4_GATHER_LOOKUPS=2: physical[0] is the run's block entry
+  bool run;  // DSV4_GATHER_LOOKUPS=2, 3: physical[0] is the run's block entry
 };
 DSV4_HD DSV4_INLINE void gather_chunk(const BlockTableView& table, const int32_t* row_table, const int32_t (&v)[4],
                                       bool run, GatheredChunk& g) {
-  g.run = DSV4_GATHER_LOOKUPS == 2 && run;
+  g.run = DSV4_GATHER_LOOKUPS >= 2 && run;
   if (DSV4_GATHER_LOOKUPS == 1) {
     table.gather_blocks<4, true>(row_table, v, g.physical, g.reused);
   } else if (g.run) {
@@ -464,7 +467,8 @@ DSV4_HD DSV4_INLINE void build_prefill_window(const MixedSparseIndicesArgs& a, c
 #define DSV4_GATHER_WINDOW_GROUPS 8
 #endif
   constexpr int kBatch = 4;
-  for (int32_t k0 = rank; group_threads <= DSV4_GATHER_WINDOW_GROUPS && k0 < a.window / 4; k0 += kBatch * group_threads) {
+  const bool batched = DSV4_GATHER_LOOKUPS != 3 && group_threads <= DSV4_GATHER_WINDOW_GROUPS;
+  for (int32_t k0 = rank; batched && k0 < a.window / 4; k0 += kBatch * group_threads) {
     int32_t v[kBatch][4] = {};
     GatheredChunk g[kBatch] = {};
     DSV4_UNROLL
@@ -481,7 +485,7 @@ DSV4_HD DSV4_INLINE void build_prefill_window(const MixedSparseIndicesArgs& a, c
       }
     }
   }
-  if (group_threads <= DSV4_GATHER_WINDOW_GROUPS) return;
+  if (batched) return;
 #endif
   for (int32_t k = rank; k < a.window / 4; k += group_threads) {
     const int32_t c0 = 4 * k;
@@ -569,27 +573,29 @@ DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArg
   const auto finish_pass = [&](int32_t first, int32_t(&v)[kChunks][4]) {
 #if defined(DSV4_GATHER_LOOKUPS)
     // Trial (off by default): every table read of the pass issued before any is consumed.
-    GatheredChunk g[kChunks] = {};
-    DSV4_UNROLL
-    for (int b = 0; b < kChunks; ++b) {
-      const int32_t i = first + b * group_threads;
-      if (i < compressed_chunks) gather_prefill_compressed_chunk(a, p, 4 * i, v[b], g[b]);
-    }
-    DSV4_UNROLL
-    for (int b = 0; b < kChunks; ++b) {
-      const int32_t i = first + b * group_threads;
-      if (i < compressed_chunks) {
-        apply_chunk(a.compressed, v[b], g[b], errors);
-        store_chunk<4>(compressed_out + 4 * i, v[b]);
+    if (DSV4_GATHER_LOOKUPS != 3 || (a.ratio != 4 && group_threads > DSV4_GATHER_WINDOW_GROUPS)) {
+      GatheredChunk g[kChunks] = {};
+      DSV4_UNROLL
+      for (int b = 0; b < kChunks; ++b) {
+        const int32_t i = first + b * group_threads;
+        if (i < compressed_chunks) gather_prefill_compressed_chunk(a, p, 4 * i, v[b], g[b]);
       }
+      DSV4_UNROLL
+      for (int b = 0; b < kChunks; ++b) {
+        const int32_t i = first + b * group_threads;
+        if (i < compressed_chunks) {
+          apply_chunk(a.compressed, v[b], g[b], errors);
+          store_chunk<4>(compressed_out + 4 * i, v[b]);
+        }
+      }
+      return;
     }
-#else
+#endif
     DSV4_UNROLL
     for (int b = 0; b < kChunks; ++b) {
       const int32_t i = first + b * group_threads;
       if (i < compressed_chunks) finish_prefill_compressed_chunk(a, p, 4 * i, v[b], compressed_out, errors);
     }
-#endif
   };
   run_pipelined_passes(rank, compressed_chunks, pass, count, va, vb, load_pass, finish_pass);
   if (Columns::first(a) == 0) build_prefill_window(a, p, out, rank, group_threads, errors);
