@@ -395,6 +395,9 @@ DSV4_HD DSV4_INLINE void finish_prefill_compressed_chunk(const MixedSparseIndice
 // groups wider than DSV4_GATHER_WINDOW_GROUPS (C128A after 120K, the one shape where 2 won on
 // an H100: bench/results/2026-12-05-h100-e1d62e1-lookup-trial/), every other row and every
 // window as by default.
+#if !defined(DSV4_GATHER_WINDOW_GROUPS)
+#define DSV4_GATHER_WINDOW_GROUPS 8  // the widest groups whose window build_prefill_window batches
+#endif
 struct GatheredChunk {
   uint32_t physical[4];
   uint32_t reused;
@@ -463,9 +466,6 @@ DSV4_HD DSV4_INLINE void build_prefill_window(const MixedSparseIndicesArgs& a, c
   // read of a batch issued before any is consumed. (Batches of 4 for every row, the twenty-sixth
   // session's DSV4_WINDOW_BATCH: C128A 8K and SWA-only 0.1-0.3 us faster, Flash C4A 0.2-0.6 us
   // slower; bench/results/2026-12-05-h200-window-batch-staged-trial/.)
-#if !defined(DSV4_GATHER_WINDOW_GROUPS)
-#define DSV4_GATHER_WINDOW_GROUPS 8
-#endif
   constexpr int kBatch = 4;
   const bool batched = DSV4_GATHER_LOOKUPS != 3 && group_threads <= DSV4_GATHER_WINDOW_GROUPS;
   for (int32_t k0 = rank; batched && k0 < a.window / 4; k0 += kBatch * group_threads) {

@@ -44,7 +44,7 @@ verdict() { [ "$(cat "$out/$1.rc")" = 0 ] && echo ok || { status=1; echo "FAILED
 replay_captures() {
   local d rc=0
   for d in tests/data/capture_*; do
-    ./$build/harness/dsv4 replay "$d" --backend all || { echo "FAILED: $d"; rc=1; }
+    "./$build/harness/dsv4" replay "$d" --backend all || { echo "FAILED: $d"; rc=1; }
   done
   return $rc
 }
@@ -62,7 +62,7 @@ sanitize() {  # sanitize TOOL EXE FILTER NAME [SHARD SHARDS]
 phases=${PHASES:-all}
 if [ "$phases" != sanitizers ]; then
   run_logged gpu_tests ctest --test-dir "$build" -L gpu --output-on-failure &
-  run_logged verify ./$build/harness/dsv4 verify --steps "$steps" --backend all --mode all &
+  run_logged verify "./$build/harness/dsv4" verify --steps "$steps" --backend all --mode all &
   { replay_captures > "$out/replay_captures.log" 2>&1; echo $? > "$out/replay_captures.rc"; } &
   # verify's threads use every core: beside the nine sanitizer processes its first 1000 steps
   # took 265 s on an H200 machine (16 cores), so the sanitizers start once it is done.
