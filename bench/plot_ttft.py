@@ -10,6 +10,7 @@ Reads JSON from before the stand_in column (every rest > 0 was a busy-wait then)
 before the mode column (every row was the seed's cache then).
 """
 import argparse
+import gzip
 import json
 import os
 import sys
@@ -53,7 +54,7 @@ def main():
     ap.add_argument("json")
     ap.add_argument("--out", help="default: ttft.png beside the JSON")
     args = ap.parse_args()
-    with open(args.json) as f:
+    with (gzip.open(args.json, "rt") if args.json.endswith(".gz") else open(args.json)) as f:
         doc = json.load(f)
     meta, results = doc.get("metadata", {}), doc.get("results", [])
     if not results:

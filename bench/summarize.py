@@ -9,6 +9,7 @@ usage: summarize.py DIR [--out FILE] [--require a.json,b.json]
 Standard library only. Missing inputs are skipped (unless --require names them).
 """
 import argparse
+import gzip
 import json
 import os
 import statistics
@@ -50,10 +51,18 @@ COUNTERS = ["device_us", "host_us", "bytes", "GBps", "pct_of_copy_bw", "copy_GBp
             "us_w1t256", "us_w2t256", "us_w4t256", "us_w1t32", "us_w2t32", "us_w4t32"]
 
 
+def found(directory, fname):
+    """The path of fname in directory, or of fname.gz (older runs keep large JSON gzipped), or None."""
+    for path in (os.path.join(directory, fname), os.path.join(directory, fname + ".gz")):
+        if os.path.exists(path):
+            return path
+    return None
+
+
 def load(path):
     """The parsed JSON, or None (with a message) when a killed run left it truncated."""
     try:
-        with open(path) as f:
+        with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
             return json.load(f)
     except (OSError, ValueError) as e:
         print(f"summarize.py: cannot read {path}: {e}", file=sys.stderr)
@@ -196,7 +205,7 @@ def floor_comparisons(kernels, floors):
 
 def load_peer(path, errors):
     """{key: result} of a run_peer.py JSON and its context, or (None, None) when absent."""
-    if not os.path.exists(path):
+    if path is None:
         return None, None
     doc = load(path)
     if doc is None:
@@ -850,21 +859,21 @@ def main():
 
     lines = ["# Benchmark summary\n"]
     targets, errors, floor_notes = [], [], []
-    found = 0
-    peers = {"kernel_bench.json": load_peer(os.path.join(args.dir, "peer_kernel.json"), errors),
-             "step_bench.json": load_peer(os.path.join(args.dir, "peer_step.json"), errors)}
+    loaded = 0
+    peers = {"kernel_bench.json": load_peer(found(args.dir, "peer_kernel.json"), errors),
+             "step_bench.json": load_peer(found(args.dir, "peer_step.json"), errors)}
     for fname, section in (("kernel_bench.json", kernel_section), ("step_bench.json", step_section)):
-        path = os.path.join(args.dir, fname)
-        if os.path.exists(path):
-            found += 1
+        path = found(args.dir, fname)
+        if path is not None:
+            loaded += 1
             doc = load(path)
             if doc is None:
                 errors.append((fname, "unreadable (truncated by a killed run?)"))
             else:
                 errors += section(doc, lines, targets, floor_notes, *peers[fname])
     def optional_run(fname):
-        path = os.path.join(args.dir, fname)
-        return load(path) if os.path.exists(path) else None
+        path = found(args.dir, fname)
+        return load(path) if path is not None else None
     on_doc = optional_run("step_bench.json")
     if on_doc is not None:
         off_doc = optional_run("step_bench_no_pdl.json")
@@ -885,15 +894,15 @@ def main():
                     "request's metadata)")
         if off:
             step_ab_section(cached_steps(on_doc, plan_paths), off, lines, "per-step token plan", note)
-    ttft_path = os.path.join(args.dir, "ttft.json")
-    if os.path.exists(ttft_path):
-        found += 1
+    ttft_path = found(args.dir, "ttft.json")
+    if ttft_path is not None:
+        loaded += 1
         doc = load(ttft_path)
         if doc is None:
             errors.append(("ttft.json", "unreadable"))
         else:
             ttft_section(doc, lines)
-    if found == 0:
+    if loaded == 0:
         print(f"summarize.py: no kernel_bench.json, step_bench.json or ttft.json in {args.dir}",
               file=sys.stderr)
         return 1
