@@ -50,9 +50,13 @@ py=${PYTHON:-python3}
   "$py" -m pip install -q --break-system-packages --no-index --find-links .whl pytest
 run_logged pytest 300 "$py" -m pytest python/tests -q -rs
 run_logged engine_step 120 "$py" python/examples/engine_step.py --check
+# Results named by the card (h200, h100, ...): python/bench/results/<gpu>-<commit>-<run>.*
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | grep -o -i -E 'h[0-9]+' | head -1 |
+  tr '[:upper:]' '[:lower:]')
+gpu=${gpu:-gpu}
 for ((i = 1; i <= runs; ++i)); do
-  run_logged "bench_binding_$i" 300 "$py" python/bench/bench_binding.py --json "$out/h200-$commit-$i.json"
-  cp "$out/bench_binding_$i.log" "$out/h200-$commit-$i.txt"
+  run_logged "bench_binding_$i" 300 "$py" python/bench/bench_binding.py --json "$out/$gpu-$commit-$i.json"
+  cp "$out/bench_binding_$i.log" "$out/$gpu-$commit-$i.txt"
 done
 run_logged kernel_bench_host 120 "./$build/bench/kernel_bench" --backends=cuda \
   --benchmark_filter='cuda/(launch_floor/empty_kernel|kernel/flash/(SWA-only|C4A)/decode64_ctx8K/)' \
