@@ -81,7 +81,8 @@ __device__ __forceinline__ int32_t group_sum(int32_t value) {
 // and R are read first (resolve_run_time_sizes), rows [T, T_cap) are padding and rows whose
 // metadata breaks the checks are written -1 (plan_row<true>).
 // `cta`: the CTA's index among the build's CTAs (blockIdx.x for a launch of one build).
-template <int kGroupThreads, int kChunks, bool kPowerOfTwo, bool kVec4, RowKinds kRows, bool kChecked, bool kParts>
+template <int kGroupThreads, int kChunks, bool kPowerOfTwo, bool kVec4, RowKinds kRows, bool kChecked, bool kParts,
+          bool kGatherLookups = false>
 __device__ __forceinline__ void build_cta_rows(const MixedSparseIndicesArgs& args, uint32_t cta) {
   constexpr int32_t kRowsPerCta = kCta / kGroupThreads;
   const int32_t rank = static_cast<int32_t>(threadIdx.x) % kGroupThreads;
@@ -90,8 +91,8 @@ __device__ __forceinline__ void build_cta_rows(const MixedSparseIndicesArgs& arg
   int32_t errors = 0;
   RowShare share{};
   if (active) {
-    share = build_row_share<kPowerOfTwo, kVec4, kChunks, kRows, kChecked, kParts>(args, static_cast<int32_t>(t), rank,
-                                                                           kGroupThreads, &errors);
+    share = build_row_share<kPowerOfTwo, kVec4, kChunks, kRows, kChecked, kParts, kGatherLookups>(
+        args, static_cast<int32_t>(t), rank, kGroupThreads, &errors);
   } else if (kChecked && t < args.num_rows) {
     write_padding_row<kVec4, kParts>(args, static_cast<int32_t>(t), rank, kGroupThreads);
   }
@@ -155,11 +156,13 @@ __global__ void __launch_bounds__(kCta, Policy::min_ctas_per_sm(kChunks)) mixed_
 
 // An unchecked build of prefill rows only on the fast path, whole or a part, takes the short
 // argument (prefill_rows_args.h), as the decode-chunk builds do: 0.15-0.3 us less per build.
-template <int kGroupThreads, bool kParts>
+// kGatherLookups: the gathered-lookups form (prefill_gathers_lookups), whole rows only.
+template <int kGroupThreads, bool kParts, bool kGatherLookups = false>
 __global__ void __launch_bounds__(kCta, Policy::min_ctas_per_sm(Policy::kDefaultChunks))
     prefill_rows_kernel(const PrefillRowsArgs args) {
+  static_assert(!(kGatherLookups && kParts), "the gathered-lookups form builds whole rows");
   begin_after_prior_grid();
-  build_cta_rows<kGroupThreads, Policy::kDefaultChunks, true, true, RowKinds::kPrefill, false, kParts>(
+  build_cta_rows<kGroupThreads, Policy::kDefaultChunks, true, true, RowKinds::kPrefill, false, kParts, kGatherLookups>(
       args.expand(), cta_of_block(blockIdx.x, gridDim.x, 0));  // no decode CTAs: from the last
 }
 
@@ -460,6 +463,13 @@ const void* prefill_rows_kernel_for(int32_t group_threads) {
   });
 }
 
+// The gathered-lookups form (whole rows) for group_threads.
+const void* gathered_prefill_rows_kernel_for(int32_t group_threads) {
+  return for_group_threads(group_threads, [](auto g) {
+    return reinterpret_cast<const void*>(&prefill_rows_kernel<decltype(g)::value, false, true>);
+  });
+}
+
 using MultiKernelFunction = void (*)(MultiBuildArgs);
 
 template <RowKinds kRows>
@@ -701,8 +711,11 @@ KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
   if (!checked && rows == RowKinds::kPrefill && args.power_of_two_blocks && args.vector_path) {  // the common prefill build
     PrefillRowsArgs prefill_args = PrefillRowsArgs::of(args);
     void* prefill_params[] = {&prefill_args};  // copied at launch
-    const void* kernel = whole_row_build(args) ? prefill_rows_kernel_for<false>(shape.group_threads)
-                                               : prefill_rows_kernel_for<true>(shape.group_threads);
+    const bool whole = whole_row_build(args);
+    const void* kernel = prefill_gathers_lookups(args.ratio, shape.group_threads, whole)
+                             ? gathered_prefill_rows_kernel_for(shape.group_threads)
+                         : whole ? prefill_rows_kernel_for<false>(shape.group_threads)
+                                 : prefill_rows_kernel_for<true>(shape.group_threads);
     return launch_build_kernel(kernel, grid_ctas(shape, rows_launched), kCta, prefill_params,
                                config.programmatic_launch, stream,
                                "cudaLaunchKernelExC(prefill_rows_kernel) / cudaGetLastError", __LINE__);

@@ -142,43 +142,35 @@ struct BlockTableView {
     *errors += bad;
   }
 
-#if defined(DSV4_GATHER_LOOKUPS)
-  // Trial (off by default): lookup_indices in two halves, so that a caller can issue the table
-  // reads of several chunks before it consumes any (lookup_indices consumes its reads at once,
-  // and the row code branches between chunks: in the SASS each chunk waits for the one before).
-  // gather_blocks reads the entries (~0u for a negative index or a block past the table); with
-  // kReuse, an index in its predecessor's block reads nothing and reuses that entry (bit e of
-  // `reused`: a window chunk or C128A's consecutive positions read one or two entries, not
-  // four). apply_blocks forms the slots and counts the errors.
-  template <int kLanes, bool kReuse = false>
+  // lookup_indices in two halves, so that the gathered-lookups kernel issues the table reads of a
+  // pass's chunks before it consumes any (lookup_indices consumes its reads at once, and the row
+  // code branches between chunks: in the SASS each chunk waits for the one before).
+  // gather_blocks reads the entries (~0u for a negative index or a block past the table);
+  // apply_blocks forms the slots and counts the errors. (lookup_indices written as the two
+  // halves compiles the default kernels differently: 18 of them changed SASS, so it stays whole.)
+  template <int kLanes>
   DSV4_HD DSV4_INLINE void gather_blocks(const int32_t* row_table, const int32_t (&v)[kLanes],
-                                         uint32_t (&physical)[kLanes], uint32_t& reused) const {
-    reused = 0;
+                                         uint32_t (&physical)[kLanes]) const {
     DSV4_UNROLL
     for (int e = 0; e < kLanes; ++e) {
       const uint32_t block = static_cast<uint32_t>(v[e]) >> log2_block_size;
-      const bool reuse = kReuse && e > 0 && block == static_cast<uint32_t>(v[e > 0 ? e - 1 : 0]) >> log2_block_size;
-      reused |= reuse ? 1u << e : 0u;
-      physical[e] = !reuse && block < index_block_bound ? static_cast<uint32_t>(load_input(row_table + block)) : ~0u;
+      physical[e] = block < index_block_bound ? static_cast<uint32_t>(load_input(row_table + block)) : ~0u;
     }
   }
   template <int kLanes>
-  DSV4_HD DSV4_INLINE void apply_blocks(int32_t (&v)[kLanes], const uint32_t (&physical)[kLanes], uint32_t reused,
+  DSV4_HD DSV4_INLINE void apply_blocks(int32_t (&v)[kLanes], const uint32_t (&physical)[kLanes],
                                         int32_t* errors) const {
-    uint32_t entry = ~0u;
     int32_t bad = 0;
     DSV4_UNROLL
     for (int e = 0; e < kLanes; ++e) {
-      entry = (reused >> e) & 1u ? entry : physical[e];
-      const bool fits = entry <= max_safe_block;  // false for no block (~0u)
+      const bool fits = physical[e] <= max_safe_block;  // false for no block (~0u)
       bad += v[e] >= 0 && !fits ? 1 : 0;
-      v[e] = fits ? static_cast<int32_t>(entry * static_cast<uint32_t>(block_size) +
+      v[e] = fits ? static_cast<int32_t>(physical[e] * static_cast<uint32_t>(block_size) +
                                          (static_cast<uint32_t>(v[e]) & static_cast<uint32_t>(block_size - 1)))
                   : -1;
     }
     *errors += bad;
   }
-#endif
 
   // kLanes consecutive indices first, first + 1, ... that all lie in block `block` (the
   // power_of_two fast path): one table read for the run. Same results and error counts as kLanes lookup()s.
@@ -195,7 +187,6 @@ struct BlockTableView {
     if (!fits) *errors += kLanes;
   }
 
-#if defined(DSV4_GATHER_LOOKUPS)
   // lookup_run in two halves (as lookup_indices): the block's entry (~0u past the table), then
   // the run's slots from it.
   DSV4_HD DSV4_INLINE uint32_t gather_run(const int32_t* row_table, uint32_t block) const {
@@ -210,7 +201,6 @@ struct BlockTableView {
     for (int e = 0; e < kLanes; ++e) out[e] = fits ? static_cast<int32_t>(slot0 + static_cast<uint32_t>(e)) : -1;
     if (!fits) *errors += kLanes;
   }
-#endif
 
   template <bool kPowerOfTwo = false>
   DSV4_HD DSV4_INLINE int32_t slot_in_row(const int32_t* row_table, int32_t i, int32_t* errors) const {

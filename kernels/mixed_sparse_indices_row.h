@@ -386,42 +386,16 @@ DSV4_HD DSV4_INLINE void finish_prefill_compressed_chunk(const MixedSparseIndice
   store_chunk<4>(compressed_out + j0, v);
 }
 
-#if defined(DSV4_GATHER_LOOKUPS)
-// Trial (off by default): a chunk's lookups in two halves (BlockTableView::gather_blocks), so
-// that a pass issues all its chunks' table reads before it consumes any. DSV4_GATHER_LOOKUPS=1:
-// every chunk through gather_blocks<4, true> (an index in its predecessor's block reuses its
-// entry); 2: the default's choice per chunk, one read for a run in one block (lookup_run) or a
-// read per index (lookup_indices); 3: as 2, but only for the compressed chunks of C128A rows in
-// groups wider than DSV4_GATHER_WINDOW_GROUPS (C128A after 120K, the one shape where 2 won on
-// an H100: bench/results/2026-12-05-h100-e1d62e1-lookup-trial/), every other row and every
-// window as by default.
-#if !defined(DSV4_GATHER_WINDOW_GROUPS)
-#define DSV4_GATHER_WINDOW_GROUPS 8  // the widest groups whose window build_prefill_window batches
-#endif
+// The gathered-lookups kernel's compressed chunks (build_prefill_row_share<..., kGatherLookups>):
+// a chunk's lookup in two halves, so that a pass issues every chunk's table reads before it
+// consumes any, where finish_prefill_compressed_chunk waits on each chunk's reads in turn.
+// Rows of many passes gain (C128A after 120K, 1,152 positions in groups of 64: 0.8 us faster
+// on an H100); prefill_gathers_lookups picks the builds.
 struct GatheredChunk {
   uint32_t physical[4];
-  uint32_t reused;
-  bool run;  // DSV4_GATHER_LOOKUPS=2, 3: physical[0] is the run's block entry
+  bool run;  // four consecutive indices in one block: physical[0] is that block's entry
 };
-DSV4_HD DSV4_INLINE void gather_chunk(const BlockTableView& table, const int32_t* row_table, const int32_t (&v)[4],
-                                      bool run, GatheredChunk& g) {
-  g.run = DSV4_GATHER_LOOKUPS >= 2 && run;
-  if (DSV4_GATHER_LOOKUPS == 1) {
-    table.gather_blocks<4, true>(row_table, v, g.physical, g.reused);
-  } else if (g.run) {
-    g.physical[0] = table.gather_run(row_table, static_cast<uint32_t>(v[0]) >> table.log2_block_size);
-  } else {
-    table.gather_blocks<4>(row_table, v, g.physical, g.reused);
-  }
-}
-DSV4_HD DSV4_INLINE void apply_chunk(const BlockTableView& table, int32_t (&v)[4], const GatheredChunk& g,
-                                     int32_t* errors) {
-  if (g.run) {
-    table.apply_run<4>(g.physical[0], v[0], v, errors);
-  } else {
-    table.apply_blocks<4>(v, g.physical, g.reused, errors);
-  }
-}
+
 // Whether a fast-path compressed chunk's indices are consecutive in one block (C128A's
 // positions, with blocks of 4 or more; a C4A indexer's picks rarely are, and skip the test):
 // one table read for the chunk. (The test finish_prefill_compressed_chunk makes inline:
@@ -434,24 +408,28 @@ DSV4_HD DSV4_INLINE bool compressed_run(const MixedSparseIndicesArgs& a, const i
          u0 >> a.compressed.log2_block_size == static_cast<uint32_t>(v[3]) >> a.compressed.log2_block_size;
 }
 
-// The compressed chunk at j0 (its inputs in v, -1 past the row's values) and the window chunk
-// at c0 (its positions into v, -1 past swa_len), gathered.
+// The compressed chunk at j0, its inputs in v: -1 past the row's values, then its table reads issued.
 DSV4_HD DSV4_INLINE void gather_prefill_compressed_chunk(const MixedSparseIndicesArgs& a, const RowPlan& p, int32_t j0,
                                                          int32_t (&v)[4], GatheredChunk& g) {
   DSV4_UNROLL
   for (int e = 0; e < 4; ++e) v[e] = j0 + e < p.compressed_count ? v[e] : -1;
-  gather_chunk(a.compressed, p.compressed_table, v, compressed_run(a, v), g);
+  g.run = compressed_run(a, v);
+  if (g.run) {
+    g.physical[0] = a.compressed.gather_run(p.compressed_table, static_cast<uint32_t>(v[0]) >> a.compressed.log2_block_size);
+  } else {
+    a.compressed.gather_blocks<4>(p.compressed_table, v, g.physical);
+  }
 }
-DSV4_HD DSV4_INLINE void gather_prefill_window_chunk(const MixedSparseIndicesArgs& a, const RowPlan& p, int32_t c0,
-                                                     int32_t (&v)[4], GatheredChunk& g) {
-  DSV4_UNROLL
-  for (int e = 0; e < 4; ++e) v[e] = c0 + e < p.swa_len ? p.swa_start + c0 + e : -1;
-  // (the valid positions are a prefix: v[3] >= 0 means all four are)
-  const bool run = v[3] >= 0 && static_cast<uint32_t>(v[0]) >> a.swa.log2_block_size ==
-                                    static_cast<uint32_t>(v[3]) >> a.swa.log2_block_size;
-  gather_chunk(a.swa, p.swa_table, v, run, g);
+
+// ... and translated from them, as finish_prefill_compressed_chunk translates it.
+DSV4_HD DSV4_INLINE void apply_prefill_compressed_chunk(const MixedSparseIndicesArgs& a, int32_t (&v)[4],
+                                                        const GatheredChunk& g, int32_t* errors) {
+  if (g.run) {
+    a.compressed.apply_run<4>(g.physical[0], v[0], v, errors);
+  } else {
+    a.compressed.apply_blocks<4>(v, g.physical, errors);
+  }
 }
-#endif
 
 // Thread `rank`'s window chunks (rank, rank + group_threads, ...) of a prefill row on the fast
 // path: positions swa_start + c for c < swa_len, looked up in the SWA table, stored at out + c.
@@ -460,33 +438,6 @@ DSV4_HD DSV4_INLINE void gather_prefill_window_chunk(const MixedSparseIndicesArg
 // bench/results/2026-12-04-h200-window-rank-trial/.)
 DSV4_HD DSV4_INLINE void build_prefill_window(const MixedSparseIndicesArgs& a, const RowPlan& p, int32_t* out,
                                               int32_t rank, int32_t group_threads, int32_t* errors) {
-#if defined(DSV4_GATHER_LOOKUPS)
-  // Trial (off by default): in groups of at most DSV4_GATHER_WINDOW_GROUPS threads (8: the
-  // narrow rows, SWA-only and C128A 8K), a thread's window chunks in batches of 4, every table
-  // read of a batch issued before any is consumed. (Batches of 4 for every row, the twenty-sixth
-  // session's DSV4_WINDOW_BATCH: C128A 8K and SWA-only 0.1-0.3 us faster, Flash C4A 0.2-0.6 us
-  // slower; bench/results/2026-12-05-h200-window-batch-staged-trial/.)
-  constexpr int kBatch = 4;
-  const bool batched = DSV4_GATHER_LOOKUPS != 3 && group_threads <= DSV4_GATHER_WINDOW_GROUPS;
-  for (int32_t k0 = rank; batched && k0 < a.window / 4; k0 += kBatch * group_threads) {
-    int32_t v[kBatch][4] = {};
-    GatheredChunk g[kBatch] = {};
-    DSV4_UNROLL
-    for (int b = 0; b < kBatch; ++b) {
-      const int32_t c0 = 4 * (k0 + b * group_threads);
-      if (c0 < a.window) gather_prefill_window_chunk(a, p, c0, v[b], g[b]);
-    }
-    DSV4_UNROLL
-    for (int b = 0; b < kBatch; ++b) {
-      const int32_t c0 = 4 * (k0 + b * group_threads);
-      if (c0 < a.window) {
-        apply_chunk(a.swa, v[b], g[b], errors);
-        store_chunk<4>(out + c0, v[b]);
-      }
-    }
-  }
-  if (batched) return;
-#endif
   for (int32_t k = rank; k < a.window / 4; k += group_threads) {
     const int32_t c0 = 4 * k;
     int32_t v[4];
@@ -517,8 +468,9 @@ DSV4_HD DSV4_INLINE bool fast_prefill_part(const MixedSparseIndicesArgs& a) {
 // plan_row<true> as on the general path. Thread `rank` owns compressed chunks rank, rank + group_threads, ...
 // (in passes of kChunks, the next pass's inputs loaded before this one is translated, the
 // first pass's before the plan), then window chunks the same way. A part without compressed
-// columns reads no top-k input.
-template <int kChunks, bool kParts = false, bool kChecked = false>
+// columns reads no top-k input. kGatherLookups: a pass's compressed chunks gathered
+// (GatheredChunk), the same values.
+template <int kChunks, bool kParts = false, bool kChecked = false, bool kGatherLookups = false>
 DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArgs& a, int32_t t, int32_t rank,
                                                      int32_t group_threads, int32_t* errors) {
   using Columns = RowColumns<kParts>;
@@ -571,9 +523,7 @@ DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArg
   int32_t* out = share.start.out;
   int32_t* compressed_out = out + (a.window - Columns::shift(a));  // column W's place
   const auto finish_pass = [&](int32_t first, int32_t(&v)[kChunks][4]) {
-#if defined(DSV4_GATHER_LOOKUPS)
-    // Trial (off by default): every table read of the pass issued before any is consumed.
-    if (DSV4_GATHER_LOOKUPS != 3 || (a.ratio != 4 && group_threads > DSV4_GATHER_WINDOW_GROUPS)) {
+    if constexpr (kGatherLookups) {  // every table read of the pass issued before any is consumed
       GatheredChunk g[kChunks] = {};
       DSV4_UNROLL
       for (int b = 0; b < kChunks; ++b) {
@@ -584,17 +534,16 @@ DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArg
       for (int b = 0; b < kChunks; ++b) {
         const int32_t i = first + b * group_threads;
         if (i < compressed_chunks) {
-          apply_chunk(a.compressed, v[b], g[b], errors);
+          apply_prefill_compressed_chunk(a, v[b], g[b], errors);
           store_chunk<4>(compressed_out + 4 * i, v[b]);
         }
       }
-      return;
-    }
-#endif
-    DSV4_UNROLL
-    for (int b = 0; b < kChunks; ++b) {
-      const int32_t i = first + b * group_threads;
-      if (i < compressed_chunks) finish_prefill_compressed_chunk(a, p, 4 * i, v[b], compressed_out, errors);
+    } else {
+      DSV4_UNROLL
+      for (int b = 0; b < kChunks; ++b) {
+        const int32_t i = first + b * group_threads;
+        if (i < compressed_chunks) finish_prefill_compressed_chunk(a, p, 4 * i, v[b], compressed_out, errors);
+      }
     }
   };
   run_pipelined_passes(rank, compressed_chunks, pass, count, va, vb, load_pass, finish_pass);
@@ -603,14 +552,14 @@ DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArg
 }
 
 template <bool kPowerOfTwo, bool kVec4, int kChunks, RowKinds kRows = RowKinds::kBoth, bool kChecked = false,
-          bool kParts = true>
+          bool kParts = true, bool kGatherLookups = false>
 DSV4_HD DSV4_INLINE RowShare build_row_share(const MixedSparseIndicesArgs& a, int32_t t, int32_t rank,
                                              int32_t group_threads, int32_t* errors) {
   // (checked builds too: their prefill rows, in step graphs, took 3-6 % longer on the general
   // path; bench/results/2026-12-03-h200-batched-lookups-trial/)
   if constexpr (kPowerOfTwo && kVec4 && kRows != RowKinds::kDecode) {
     if (!is_decode_row<kRows>(a, t) && (!kParts || fast_prefill_part(a))) {
-      return build_prefill_row_share<kChunks, kParts, kChecked>(a, t, rank, group_threads, errors);
+      return build_prefill_row_share<kChunks, kParts, kChecked, kGatherLookups>(a, t, rank, group_threads, errors);
     }
   }
   constexpr int32_t kLanes = kVec4 ? 4 : 1;

@@ -215,8 +215,11 @@ TEST(LaunchShapePolicy, NarrowGroupsForManyRowsWiderForWideRowsAndForStepsThatCa
 
 // kDecodeChunkArgs: the build's args cut to DecodeChunkArgs and expanded back, as the
 // decode-chunk kernel gets them (decode-only builds on the power-of-two 16-byte path only).
-// kPrefillRowsArgs: likewise PrefillRowsArgs (builds of prefill rows only on that path, whole or parts).
-enum class Path { kAsChosen, kScalar, kGeneralBlockMath, kDecodeChunkArgs, kPrefillRowsArgs };
+// kPrefillRowsArgs: likewise PrefillRowsArgs (builds of prefill rows only on that path, whole or
+// parts), in the form prefill_rows_kernel's launch picks (prefill_gathers_lookups);
+// kGatheredLookups: the same builds of whole rows, every one in the gathered-lookups form (C4A's
+// scattered picks, partial chunks and bad entries too, not only the C128A rows it is launched for).
+enum class Path { kAsChosen, kScalar, kGeneralBlockMath, kDecodeChunkArgs, kPrefillRowsArgs, kGatheredLookups };
 
 // Whether `path` applies to `a` (kDecodeChunkArgs: the decode-chunk kernel's builds), and `a`
 // as that path builds it.
@@ -227,8 +230,9 @@ bool take_path(Path path, MixedSparseIndicesArgs& a) {
     if (a.num_decode_tokens != a.num_tokens || !a.power_of_two_blocks || !a.vector_path) return false;
     a = DecodeChunkArgs::of(a).expand();
   }
-  if (path == Path::kPrefillRowsArgs) {
+  if (path == Path::kPrefillRowsArgs || path == Path::kGatheredLookups) {
     if (a.num_decode_tokens != 0 || !a.power_of_two_blocks || !a.vector_path) return false;
+    if (path == Path::kGatheredLookups && !whole_row_build(a)) return false;
     a = PrefillRowsArgs::of(a).expand();
   }
   return true;
@@ -248,14 +252,14 @@ bool all_input_rows_16_byte_aligned(const BuildRequest& r) {
 // backend does (a group of one, one chunk). A whole-row build takes the whole-row code the
 // GPU kernels compile for it (kParts = false), as they do. kRows: the row kinds the code is
 // compiled for (the both-kinds code, or the prefill-only code prefill_rows_kernel runs).
-template <bool kPowerOfTwo, bool kVec4, int kChunks, RowKinds kRows, bool kParts>
+template <bool kPowerOfTwo, bool kVec4, int kChunks, RowKinds kRows, bool kParts, bool kGatherLookups = false>
 int64_t build_row_as_group(const MixedSparseIndicesArgs& a, int32_t t, int32_t group_threads) {
   int32_t picks = 0;
   int32_t row_errors = 0;
   RowShare first{};
   for (int32_t rank = 0; rank < group_threads; ++rank) {
-    const RowShare share =
-        build_row_share<kPowerOfTwo, kVec4, kChunks, kRows, false, kParts>(a, t, rank, group_threads, &row_errors);
+    const RowShare share = build_row_share<kPowerOfTwo, kVec4, kChunks, kRows, false, kParts, kGatherLookups>(
+        a, t, rank, group_threads, &row_errors);
     if (rank == 0) first = share;
     picks += share.picks;
   }
@@ -288,10 +292,24 @@ int64_t build_as_groups(const MixedSparseIndicesArgs& a, int32_t group_threads, 
   }
 }
 
+// Every row of a whole-row build of prefill rows in the gathered-lookups form.
+int64_t build_gathered_as_groups(const MixedSparseIndicesArgs& a, int32_t group_threads) {
+  int64_t errors = 0;
+  for (int32_t t = 0; t < a.num_tokens; ++t) {
+    errors += build_row_as_group<true, true, MixedSparseIndicesPolicy::kDefaultChunks, RowKinds::kPrefill, false, true>(
+        a, t, group_threads);
+  }
+  return errors;
+}
+
 // The instance for the block math and path `a` asks for; on Path::kPrefillRowsArgs the one
-// prefill_rows_kernel runs (prefill rows only, its chunk count: `chunks` is not used).
+// prefill_rows_kernel's launch picks (prefill rows only, its chunk count: `chunks` is not used).
 int64_t build_as_groups(const MixedSparseIndicesArgs& a, int32_t group_threads, int32_t chunks,
                         Path path = Path::kAsChosen) {
+  if (path == Path::kGatheredLookups ||
+      (path == Path::kPrefillRowsArgs && prefill_gathers_lookups(a.ratio, group_threads, whole_row_build(a)))) {
+    return build_gathered_as_groups(a, group_threads);
+  }
   if (path == Path::kPrefillRowsArgs) {
     return build_as_groups<true, true, MixedSparseIndicesPolicy::kDefaultChunks, RowKinds::kPrefill>(a, group_threads);
   }
@@ -489,6 +507,51 @@ TEST(PrefillRowsArgs, CarryEveryPrefillOnlyBuildOnTheFastPath) {
     }
   }
   EXPECT_GE(taken, 500) << "too few builds on the prefill fast path to say anything";
+}
+
+// The gathered-lookups form (prefill_rows_kernel<G, false, true>) builds every whole prefill-only
+// build on the fast path exactly, whatever its kind: random builds (C4A's scattered picks, rows
+// that end mid-chunk, table entries past the safe range) in groups of 1, 8, 32 and 256, without
+// a token plan, writing one and reading it.
+TEST(GatheredLookups, MatchTheReferenceOnEveryWholePrefillOnlyBuild) {
+  harness::BuildLimits prefills;
+  prefills.max_decode_query = 0;
+  int32_t taken = 0;
+  for (uint64_t seed = 0; seed < 600; ++seed) {
+    const ref::BuilderInputs in = harness::draw(harness::gen_builder_inputs(prefills), 57000 + seed);
+    const harness::RequestLayout staging = harness::draw(harness::gen_request_layout(), 57000 + seed);
+    std::vector<TokenPlanEntry> plan(in.token_to_req.size() + 1, TokenPlanEntry{-7, -7});
+    for (int32_t group : {1, 8, 32, 256}) {
+      for (PlanMode mode : {PlanMode::kNone, PlanMode::kWrite, PlanMode::kRead}) {
+        const ::testing::AssertionResult result =
+            groups_match_reference(in, group, 2, Path::kGatheredLookups, staging, mode, plan.data());
+        ASSERT_TRUE(result) << "seed " << 57000 + seed << " group " << group << " plan mode "
+                            << static_cast<int>(mode) << ": " << harness::describe(in);
+        if (std::string(result.message()) != "path not taken") ++taken;
+      }
+    }
+  }
+  EXPECT_GE(taken, 500) << "too few builds on the prefill fast path to say anything";
+}
+
+// The builds that take it: whole rows of C128A (any kind but C4A) in groups wider than 8 threads,
+// i.e. C128A after long context; C4A, the narrow rows and SPEC §8 parts keep their kernels.
+TEST(GatheredLookups, TakenByWholeC128aRowsInGroupsWiderThanEight) {
+#if defined(DSV4_NO_GATHERED_LOOKUPS)
+  GTEST_SKIP() << "DSV4_NO_GATHERED_LOOKUPS: the A/B build, no build takes the gathered form";
+#endif
+  EXPECT_TRUE(prefill_gathers_lookups(128, 32, true));
+  EXPECT_TRUE(prefill_gathers_lookups(128, 16, true));
+  EXPECT_TRUE(prefill_gathers_lookups(128, 256, true));
+  EXPECT_FALSE(prefill_gathers_lookups(128, 8, true));    // C128A 8K: 64 values a row
+  EXPECT_FALSE(prefill_gathers_lookups(128, 32, false));  // a SPEC §8 part
+  EXPECT_FALSE(prefill_gathers_lookups(4, 32, true));     // C4A
+  EXPECT_FALSE(prefill_gathers_lookups(4, 16, true));
+  // The benchmark's C128A prefills of 8K tokens on 132 SMs (W = 128): after 120K of context
+  // (E = 1,152: 320 chunks a row, groups of 64) gathered, without context (E = 128: groups of 8) not.
+  EXPECT_EQ(choose_launch_shape(8192, (128 + 1152) / 4, 132).group_threads, 64);
+  EXPECT_TRUE(prefill_gathers_lookups(128, choose_launch_shape(8192, (128 + 1152) / 4, 132).group_threads, true));
+  EXPECT_FALSE(prefill_gathers_lookups(128, choose_launch_shape(8192, (128 + 128) / 4, 132).group_threads, true));
 }
 
 // The fast prefill row (power-of-two blocks, 16-byte rows) builds every SPEC §8 part of
