@@ -248,9 +248,6 @@ struct MixedSparseIndicesArgs {
   // Either may be null.
   const TokenPlanEntry* token_plan_in;
   TokenPlanEntry* token_plan_out;
-#if defined(DSV4_FIRST_PASS_BOUND)
-  int32_t prefill_position_lead;  // trial: BuildRequest::prefill_position_lead
-#endif
 
   BlockTableView swa;
   BlockTableView compressed;  // the SWA table when the request gives none

@@ -124,23 +124,7 @@ DSV4_HD DSV4_INLINE void plan_prefill(const MixedSparseIndicesArgs& a, int32_t p
   const int32_t next = position < INT32_MAX ? position + 1 : INT32_MAX;
   p.swa_len = min_i32(next, a.window);
   p.swa_start = position - p.swa_len + 1;
-#if defined(DSV4_RATIO_SHIFT)
-  // Trial (off by default): a power-of-two ratio (4, 128) divides by a shift, not the
-  // integer division's ~20 dependent instructions.
-  int32_t compressed_positions;
-  if ((a.ratio & (a.ratio - 1)) == 0 && next >= 0) {
-#if defined(__CUDA_ARCH__)
-    compressed_positions = next >> (__ffs(a.ratio) - 1);
-#else
-    compressed_positions = next >> __builtin_ctz(static_cast<unsigned>(a.ratio));
-#endif
-  } else {
-    compressed_positions = next / a.ratio;
-  }
-  p.topk_len = min_i32(compressed_positions, a.topk);
-#else
   p.topk_len = min_i32(next / a.ratio, a.topk);
-#endif
   p.compressed_count = min_i32(p.topk_len, a.prefill_width);
 }
 
@@ -479,22 +463,12 @@ DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArg
   const int32_t compressed_chunks = Columns::end(a) / 4 - window_chunks;  // written (0: a window part)
   const int32_t pass = kChunks * group_threads;
   const int32_t* in = share.start.compressed_in;
-#if defined(DSV4_FIRST_PASS_BOUND)
-  // Trial (off by default): before the row's position is known, pos(t) + 1 <= t + lead + 1,
-  // and column j holds a value only if (j + 1) * ratio <= pos(t) + 1 (j < topk_len): the
-  // first pass skips the chunks past that (a C128A 8K row: 64 columns read for ~32 values).
-  int64_t position_bound = int64_t{t} + a.prefill_position_lead + 1;
-#endif
   // Compressed chunk i's input columns 4i.. below `readable` (-1 past them).
   const auto load_pass = [&](int32_t first, int32_t readable, int32_t(&v)[kChunks][4]) {
     DSV4_UNROLL
     for (int b = 0; b < kChunks; ++b) {
       const int32_t j0 = 4 * (first + b * group_threads);
-#if defined(DSV4_FIRST_PASS_BOUND)
-      if (j0 >= readable || int64_t{j0 + 1} * a.ratio > position_bound) {
-#else
       if (j0 >= readable) {  // past the input's values, or past the row's compressed chunks
-#endif
         DSV4_UNROLL
         for (int e = 0; e < 4; ++e) v[b][e] = -1;
       } else if (j0 + 4 <= readable) {
@@ -508,9 +482,6 @@ DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArg
   int32_t va[kChunks][4] = {};
   int32_t vb[kChunks][4] = {};
   load_pass(rank, min_i32(share.start.compressed_width, 4 * compressed_chunks), va);
-#if defined(DSV4_FIRST_PASS_BOUND)
-  position_bound = INT64_MAX;  // later passes: readable = the row's count
-#endif
   share.plan = plan_row<kChecked>(a, share.start);
   // Unchecked: unreachable after validation, memory-safe all the same. Checked: a row whose
   // metadata breaks the checks.

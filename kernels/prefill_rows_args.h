@@ -28,9 +28,6 @@ struct PrefillRowsArgs {
   PowerOfTwoTable compressed;
   RowOutput out;
   int32_t window, ratio, topk, num_requests, num_tokens, row_width, prefill_width, output_stride;
-#if defined(DSV4_FIRST_PASS_BOUND)
-  int32_t prefill_position_lead;  // trial (MixedSparseIndicesArgs)
-#endif
 
   // `a` is a build of prefill rows only on the power-of-two, 16-byte path.
   DSV4_HD static PrefillRowsArgs of(const MixedSparseIndicesArgs& a) {
@@ -38,9 +35,6 @@ struct PrefillRowsArgs {
                            a.token_plan_out, a.prefill_topk_stride, PowerOfTwoTable::of(a.swa),
                            PowerOfTwoTable::of(a.compressed), RowOutput::of(a), a.window, a.ratio, a.topk,
                            a.num_requests, a.num_tokens, a.row_width, a.prefill_width, a.output_stride
-#if defined(DSV4_FIRST_PASS_BOUND)
-                           , a.prefill_position_lead
-#endif
     };
   }
 
@@ -68,19 +62,12 @@ struct PrefillRowsArgs {
     out.expand_into(a);
     a.power_of_two_blocks = true;
     a.vector_path = true;
-#if defined(DSV4_FIRST_PASS_BOUND)
-    a.prefill_position_lead = prefill_position_lead;
-#endif
     return a;
   }
 };
 
 static_assert(std::is_trivially_copyable_v<PrefillRowsArgs> && std::is_standard_layout_v<PrefillRowsArgs>,
               "kernel arguments must be a POD");
-#if defined(DSV4_FIRST_PASS_BOUND)
-static_assert(sizeof(PrefillRowsArgs) <= 200, "the trial's field: 8 bytes more");
-#else
 static_assert(sizeof(PrefillRowsArgs) <= 192, "the point of PrefillRowsArgs is a short launch argument");
-#endif
 
 }  // namespace dsv4::kernels

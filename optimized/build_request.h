@@ -105,14 +105,6 @@ struct BuildRequest {
   // (BuiltIndices::token_plan).
   const TokenPlanEntry* token_plan = nullptr;
   bool write_token_plan = false;
-#if defined(DSV4_FIRST_PASS_BOUND)
-  // Trial (off by default): an upper bound on pos(t) - t over the step's prefill rows (host
-  // sizes; layer_build_request sets it from the host structure), or INT32_MAX for none. A
-  // prefill row's first pass of top-k loads, issued before its position is known, then skips
-  // the columns that cannot hold values. A bound that is too small gives wrong indices, never
-  // a read outside the inputs.
-  int32_t prefill_position_lead = INT32_MAX;
-#endif
 };
 
 // Host copies of the step's structural metadata: what the once-per-step validation reads.

@@ -54,9 +54,6 @@ kernels::MixedSparseIndicesArgs make_mixed_sparse_indices_args(const BuildReques
   a.token_to_req = r.token_to_req;
   a.token_plan_in = r.token_plan;
   a.token_plan_out = r.write_token_plan ? out.token_plan : nullptr;
-#if defined(DSV4_FIRST_PASS_BOUND)
-  a.prefill_position_lead = r.run_time_sizes == nullptr ? r.prefill_position_lead : INT32_MAX;
-#endif
   a.swa = table_view(r.swa);
   a.compressed = has_compressed_cache(r) ? table_view(r.compressed) : a.swa;
   a.power_of_two_blocks = a.swa.power_of_two && a.compressed.power_of_two;

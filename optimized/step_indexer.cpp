@@ -9,24 +9,6 @@
 
 namespace dsv4::opt {
 
-#if defined(DSV4_FIRST_PASS_BOUND)
-namespace {
-// Trial (BuildRequest::prefill_position_lead): the largest pos(t) - t of the step's prefill
-// rows, seq_lens[r] - query length - query_start_loc[r] over its prefill requests, from the host
-// copies; INT32_MAX (no bound) without them.
-int32_t prefill_position_lead(const StepInputs& step) {
-  const StepStructureHost& h = step.host;
-  if (h.query_start_loc == nullptr || h.seq_lens == nullptr) return INT32_MAX;
-  int64_t lead = INT32_MIN;
-  for (int32_t r = 0; r < step.num_requests; ++r) {
-    const int64_t begin = h.query_start_loc[r], end = h.query_start_loc[r + 1];
-    if (begin >= step.num_decode_tokens && end > begin) lead = std::max(lead, h.seq_lens[r] - (end - begin) - begin);
-  }
-  return static_cast<int32_t>(std::min<int64_t>(lead, INT32_MAX));
-}
-}  // namespace
-#endif
-
 BuildRequest layer_build_request(const StepInputs& step, int32_t compress_ratio,
                                  const C4aLayerInputs* c4a) {
   const LayerKind kind = layer_kind_from_ratio(compress_ratio);
@@ -39,9 +21,6 @@ BuildRequest layer_build_request(const StepInputs& step, int32_t compress_ratio,
   r.query_start_loc = step.query_start_loc;
   r.seq_lens = step.seq_lens;
   r.token_to_req = step.token_to_req;
-#if defined(DSV4_FIRST_PASS_BOUND)
-  r.prefill_position_lead = prefill_position_lead(step);
-#endif
   r.swa = step.swa;
   // SWA-only keeps prefill_topk as (T - D) x 0: every layer's request has the step's shape.
   r.prefill_topk.rows = step.num_tokens - step.num_decode_tokens;
