@@ -6,6 +6,9 @@
 # Logs and summary.txt go to OUTDIR (ARCHIVE=1: the logs end up in OUTDIR/logs.tar.gz).
 # PHASES (optional): tests (the build, GPU tests, verify and captures), sanitizers (the build
 # and the sanitizer runs) or all (default): for device calls too short for both.
+# SANITIZE_REPLAYS=0 (optional): the sanitizers skip the 200-replay step-graph tests, the longest
+# runs (graphs launch only the checked kernels): for a change to the unchecked kernels alone,
+# when a device call is too short for the whole phase.
 # DEPS (optional): a folder with usr/ holding RapidCheck, nlohmann_json and CLI11 (unpacked
 # Debian packages librapidcheck-dev, nlohmann-json3-dev, libcli11-dev), for machines that
 # can't apt-get them.
@@ -83,6 +86,7 @@ for tool in memcheck racecheck synccheck; do
   done
   sanitize $tool property_tests 'Cuda*' "sanitizer_${tool}_property_tests" &
   for model in Flash Pro; do
+    [ "${SANITIZE_REPLAYS:-1}" = 0 ] && break
     sanitize $tool optimized_tests "Cuda/StepGraphTest.${model}ReplaysOfRandomDecodeSteps*" \
       "sanitizer_${tool}_graph_replays_$model" &
     sanitizers+=("sanitizer_${tool}_graph_replays_$model")
