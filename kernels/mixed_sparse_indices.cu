@@ -712,7 +712,7 @@ KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
     PrefillRowsArgs prefill_args = PrefillRowsArgs::of(args);
     void* prefill_params[] = {&prefill_args};  // copied at launch
     const bool whole = whole_row_build(args);
-    const void* kernel = prefill_gathers_lookups(args.ratio, shape.group_threads, whole)
+    const void* kernel = config.gathered_lookups && prefill_gathers_lookups(args.ratio, shape.group_threads, whole)
                              ? gathered_prefill_rows_kernel_for(shape.group_threads)
                          : whole ? prefill_rows_kernel_for<false>(shape.group_threads)
                                  : prefill_rows_kernel_for<true>(shape.group_threads);

@@ -22,6 +22,9 @@ struct MixedSparseIndicesLaunchConfig {
   // before its first global read, so results are the same. Overlaps a build's launch and
   // ramp-up with its predecessor's tail (bench: step_bench --programmatic_launch).
   bool programmatic_launch = false;
+  // The gathered-lookups kernel for the builds prefill_gathers_lookups picks (false: the
+  // default kernels for every build, a same-binary A/B: kernel_bench --no_gathered_lookups).
+  bool gathered_lookups = true;
 };
 
 KernelStatus prepare_mixed_sparse_indices_launch(int device, MixedSparseIndicesLaunchConfig* config);

@@ -111,17 +111,10 @@ constexpr LaunchShape decode_chunk_shape(int32_t row_chunks) {
 // code the gathered one slows when compiled beside it. H100, same run: C128A after 120K 0.8 us
 // faster; C4A 0.1-0.5 us slower with the choice made at run time inside one kernel
 // (bench/results/2026-12-05-h100-ef75528-gather-trial/), and slower still when its own rows
-// were gathered (2026-12-05-h100-e1d62e1-lookup-trial/). DSV4_NO_GATHERED_LOOKUPS (a compile
-// definition) turns the choice off: the A/B switch of a same-run comparison.
+// were gathered (2026-12-05-h100-e1d62e1-lookup-trial/). (MixedSparseIndicesLaunchConfig::
+// gathered_lookups turns the choice off: the A/B switch of a same-binary comparison.)
 DSV4_HD constexpr bool prefill_gathers_lookups(int32_t ratio, int32_t group_threads, bool whole_rows) {
-#if defined(DSV4_NO_GATHERED_LOOKUPS)
-  (void)ratio;
-  (void)group_threads;
-  (void)whole_rows;
-  return false;
-#else
   return whole_rows && ratio != 4 && group_threads > MixedSparseIndicesPolicy::kMinGroupThreads;
-#endif
 }
 
 // The CTA whose rows the block dispatched `block`-th of `grid` builds. The hardware starts a

@@ -42,6 +42,7 @@ class CudaBuilder final : public MixedSparseIndicesBuilder {
     check_kernel_status(kernels::prepare_mixed_sparse_indices_launch(device_, &launch_config_));
     launch_config_.forced = options.forced_shape;
     launch_config_.programmatic_launch = options.programmatic_launch;
+    launch_config_.gathered_lookups = options.gathered_lookups;
     device_errors_.reset(static_cast<unsigned long long*>(device_allocate(sizeof(unsigned long long))));
     void* pinned = nullptr;
     DSV4_CUDA_CHECK(cudaMallocHost(&pinned, sizeof(unsigned long long)));

@@ -30,6 +30,9 @@ struct CudaBuilderOptions {
   // launching while the kernel before it on the stream finishes. Same results; on the H200 it
   // took a cached Flash step from 71 to 49 us (decode 64) and 291 to 263 us (prefill 8K).
   bool programmatic_launch = true;
+  // The gathered-lookups kernel for C128A rows after long context (kernels/mixed_sparse_indices_policy.h,
+  // prefill_gathers_lookups); false: the default kernels for every build (a same-binary A/B).
+  bool gathered_lookups = true;
 };
 std::unique_ptr<MixedSparseIndicesBuilder> make_cuda_builder(void* stream, const CudaBuilderOptions& options);
 

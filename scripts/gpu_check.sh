@@ -12,7 +12,7 @@
 # DEPS (optional): a folder with usr/ holding RapidCheck, nlohmann_json and CLI11 (unpacked
 # Debian packages librapidcheck-dev, nlohmann-json3-dev, libcli11-dev), for machines that
 # can't apt-get them.
-# CUDA_FLAGS, CXX_FLAGS (optional): a trial's compile definitions (e.g. -DDSV4_NO_GATHERED_LOOKUPS=1;
+# CUDA_FLAGS, CXX_FLAGS (optional): a trial's compile definitions (e.g. -DDSV4_MIN_CTAS_PER_SM=5;
 # CXX_FLAGS too for a knob that changes host structs), so that its device code passes the same
 # checks before it is adopted; built in ${BUILD_DIR:-build-gpu}.
 set -uo pipefail

@@ -1,5 +1,5 @@
 // What only the CUDA backend has: forced launch shapes (the group kernel's, the decode-chunk
-// kernel, the one-launch kernel of SPEC §8), programmatic launch on and off, the legacy default stream, a workspace that grows,
+// kernel, the one-launch kernel of SPEC §8), programmatic launch and the gathered-lookups kernel on and off, the legacy default stream, a workspace that grows,
 // refusal without a device. (Everything both backends do is in builder_test.cpp.)
 // Suites start with "Cuda": CTest labels them `gpu`.
 #include <gtest/gtest.h>
@@ -49,6 +49,48 @@ TEST(CudaBuilder, EveryLaunchShapeMatchesTheReference) {
     }
   }
   EXPECT_EQ(shapes, 6);
+}
+
+// The gathered-lookups kernel on and off (CudaBuilderOptions::gathered_lookups): random
+// prefill-only builds in every compiled group size (the gathered kernel where the group is wider
+// than 8 and the kind not C4A), and the production build it is for, Flash's C128A layer of an
+// 8K prefill after 120K of context (groups of 64), equal the reference either way.
+TEST(CudaBuilder, GatheredLookupsOnAndOffMatchTheReference) {
+  if (!opt::cuda_device_present()) GTEST_SKIP() << "no CUDA device";
+  harness::BuildLimits prefills;
+  prefills.prefill_only = true;
+  prefills.max_requests = 4;
+  prefills.max_prefill_query = 40;
+  prefills.max_context = 20000;
+  prefills.max_topk = 3000;
+  harness::StepCase long_context;
+  long_context.step = harness::make_step(bench::bench_case("prefill8K_ctx120K").shape);
+  long_context.schedule = ref::deepseek_v4_flash();
+  long_context.schedule.compress_ratios.resize(3);  // SWA-only, C4A, C128A
+  long_context.c4a_per_layer = harness::make_c4a_indexer_outputs(long_context.step, long_context.schedule, 8);
+  for (bool gathered : {true, false}) {
+    for (int32_t group = MixedSparseIndicesPolicy::kMinGroupThreads; group <= MixedSparseIndicesPolicy::kCtaThreads;
+         group *= 2) {
+      opt::CudaBuilderOptions cuda;
+      cuda.workspace_bytes = size_t{1} << 20;
+      cuda.forced_shape = kernels::LaunchShape{group, MixedSparseIndicesPolicy::kDefaultChunks};
+      cuda.gathered_lookups = gathered;
+      auto builder = opt::make_cuda_builder(nullptr, cuda);
+      for (uint64_t seed = 58000; seed < 58012; ++seed) {
+        const ref::BuilderInputs in = harness::draw(harness::gen_builder_inputs(prefills), seed);
+        ASSERT_TRUE(builds_like_reference(*builder, in, harness::draw(harness::gen_request_layout(), seed)))
+            << "gathered " << gathered << " group " << group << " seed " << seed << ": " << harness::describe(in);
+      }
+    }
+    harness::DifferentialOptions options;
+    options.backends = {opt::Backend::kCuda};
+    options.make_builder = [gathered](opt::Backend) {
+      opt::CudaBuilderOptions cuda;
+      cuda.gathered_lookups = gathered;
+      return opt::make_cuda_builder(nullptr, cuda);
+    };
+    EXPECT_TRUE(agrees(harness::differential_check(long_context, options))) << "gathered " << gathered;
+  }
 }
 
 // The decode-chunk kernel forced on decode-only steps (and its rows past one CTA, and mixed

@@ -537,9 +537,6 @@ TEST(GatheredLookups, MatchTheReferenceOnEveryWholePrefillOnlyBuild) {
 // The builds that take it: whole rows of C128A (any kind but C4A) in groups wider than 8 threads,
 // i.e. C128A after long context; C4A, the narrow rows and SPEC §8 parts keep their kernels.
 TEST(GatheredLookups, TakenByWholeC128aRowsInGroupsWiderThanEight) {
-#if defined(DSV4_NO_GATHERED_LOOKUPS)
-  GTEST_SKIP() << "DSV4_NO_GATHERED_LOOKUPS: the A/B build, no build takes the gathered form";
-#endif
   EXPECT_TRUE(prefill_gathers_lookups(128, 32, true));
   EXPECT_TRUE(prefill_gathers_lookups(128, 16, true));
   EXPECT_TRUE(prefill_gathers_lookups(128, 256, true));
