@@ -13,8 +13,8 @@
 // the same case.
 // --programmatic_launch: the timed builds launched with programmatic dependent launch, as the
 // Python package and StepIndexer launch them (default: plainly, as the peer's kernel is).
-// --gathered_lookups: the builds it is for take the gathered-lookups kernel (CudaBuilderOptions,
-// off by default), the other half of a same-binary A/B of it.
+// --no_gathered_lookups: no build takes the gathered-lookups kernel (CudaBuilderOptions), the
+// other half of a same-binary A/B of it.
 // cuda/launch_floor/empty_kernel: the same timing around an empty kernel (1 CTA of 32 threads,
 // cudaLaunchKernel + cudaGetLastError, the runtime's plain launch): device_us is the device floor of any
 // build, host_us the host floor of its launch call. cuda/launch_floor/empty_kernel_args: the
@@ -123,9 +123,9 @@ struct Run {
   // --programmatic_launch: the timed builds launched as the Python package and the step
   // launch them (programmatic dependent launch) instead of plainly, as the peer is.
   bool programmatic_launch = false;
-  // --gathered_lookups: the builds prefill_gathers_lookups picks (C128A after long context) on
-  // the gathered-lookups kernel, the other half of a same-binary A/B against the default.
-  bool gathered_lookups = false;
+  // --no_gathered_lookups: every build on the default kernels (no gathered-lookups kernel for
+  // C128A after long context), the other half of a same-binary A/B.
+  bool gathered_lookups = true;
   std::unique_ptr<StreamingBytes> streaming;  // the byte floors' kernel and buffers
   void tear_down() {
     staged = StagedLayer{};
@@ -701,7 +701,7 @@ BenchProgram bench_program() {
     run().shape_sweep = take_flag(argc, argv, "--shape_sweep");
     run().warm_l2 = take_flag(argc, argv, "--warm_l2");
     run().programmatic_launch = take_flag(argc, argv, "--programmatic_launch");
-    run().gathered_lookups = take_flag(argc, argv, "--gathered_lookups");
+    run().gathered_lookups = !take_flag(argc, argv, "--no_gathered_lookups");
   };
   p.start = [](const BackendChoice& backends) {
     Run& r = run();

@@ -23,9 +23,9 @@ struct MixedSparseIndicesLaunchConfig {
   // ramp-up with its predecessor's tail (bench: step_bench --programmatic_launch).
   bool programmatic_launch = false;
   // The gathered-lookups kernel for the builds prefill_gathers_lookups picks (false: the
-  // default kernels for every build; kernel_bench --gathered_lookups times it beside them).
-  // Off by default until its device code has passed the GPU checks.
-  bool gathered_lookups = false;
+  // default kernels for every build, the other half of a same-binary A/B: kernel_bench
+  // --no_gathered_lookups).
+  bool gathered_lookups = true;
 };
 
 KernelStatus prepare_mixed_sparse_indices_launch(int device, MixedSparseIndicesLaunchConfig* config);

@@ -106,14 +106,14 @@ constexpr LaunchShape decode_chunk_shape(int32_t row_chunks) {
 // Whether a prefill-only build on the fast path takes the gathered-lookups kernel
 // (prefill_rows_kernel<G, false, true>: a pass's compressed table reads all issued before any
 // is consumed, GatheredChunk) when the launch enables it (MixedSparseIndicesLaunchConfig::
-// gathered_lookups, off by default until its device code has passed the GPU checks): whole
-// rows of a compressed kind other than C4A (C128A, whose inputs are positions) in groups wider
-// than kMinGroupThreads, i.e. rows of more than kNarrowRowPasses passes (C128A after long
-// context). The rest keep the default kernels, whose
+// gathered_lookups, on by default): whole rows of a compressed kind other than C4A (C128A,
+// whose inputs are positions) in groups wider than kMinGroupThreads, i.e. rows of more than
+// kNarrowRowPasses passes (C128A after long context). The rest keep the default kernels, whose
 // code the gathered one slows when compiled beside it. H100, same run: C128A after 120K 0.8 us
 // faster; C4A 0.1-0.5 us slower with the choice made at run time inside one kernel
 // (bench/results/2026-12-05-h100-ef75528-gather-trial/), and slower still when its own rows
-// were gathered (2026-12-05-h100-e1d62e1-lookup-trial/).
+// were gathered (2026-12-05-h100-e1d62e1-lookup-trial/); as a kernel of its own, C128A after
+// 120K 1.2 us faster and C4A level (2026-12-05-h100-8a6c6e1-gathered-lookups/).
 DSV4_HD constexpr bool prefill_gathers_lookups(int32_t ratio, int32_t group_threads, bool whole_rows) {
   return whole_rows && ratio != 4 && group_threads > MixedSparseIndicesPolicy::kMinGroupThreads;
 }

@@ -31,10 +31,10 @@ struct CudaBuilderOptions {
   // took a cached Flash step from 71 to 49 us (decode 64) and 291 to 263 us (prefill 8K).
   bool programmatic_launch = true;
   // The gathered-lookups kernel for C128A rows after long context (kernels/mixed_sparse_indices_policy.h,
-  // prefill_gathers_lookups); false: the default kernels for every build. Opt-in until its
-  // device code has passed the GPU tests and sanitizers (0.8 us faster on C128A after 120K in
-  // an H100 trial of the same device code; not yet timed as its own kernel).
-  bool gathered_lookups = false;
+  // prefill_gathers_lookups): on an H100, C128A prefill 8K after 120K 25.03 -> 23.87 us planned,
+  // C4A level (bench/results/2026-12-05-h100-8a6c6e1-gathered-lookups/). false: the default
+  // kernels for every build (a same-binary A/B).
+  bool gathered_lookups = true;
 };
 std::unique_ptr<MixedSparseIndicesBuilder> make_cuda_builder(void* stream, const CudaBuilderOptions& options);
 
