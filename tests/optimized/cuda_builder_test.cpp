@@ -21,6 +21,14 @@ namespace {
 
 using kernels::MixedSparseIndicesPolicy;
 
+// A differential check of the CUDA backend alone, its builders made with `cuda`.
+harness::DifferentialOptions cuda_builds(const opt::CudaBuilderOptions& cuda) {
+  harness::DifferentialOptions options;
+  options.backends = {opt::Backend::kCuda};
+  options.make_builder = [cuda](opt::Backend) { return opt::make_cuda_builder(nullptr, cuda); };
+  return options;
+}
+
 // Every compiled launch shape (threads per row x chunks per pass), forced, on steps with many
 // rows (several rows per CTA, partial last CTA), wide rows (several passes) and small ones;
 // random steps mix decode and prefill rows, and some are decode-only or prefill-only (the
@@ -82,14 +90,9 @@ TEST(CudaBuilder, GatheredLookupsOnAndOffMatchTheReference) {
             << "gathered " << gathered << " group " << group << " seed " << seed << ": " << harness::describe(in);
       }
     }
-    harness::DifferentialOptions options;
-    options.backends = {opt::Backend::kCuda};
-    options.make_builder = [gathered](opt::Backend) {
-      opt::CudaBuilderOptions cuda;
-      cuda.gathered_lookups = gathered;
-      return opt::make_cuda_builder(nullptr, cuda);
-    };
-    EXPECT_TRUE(agrees(harness::differential_check(long_context, options))) << "gathered " << gathered;
+    opt::CudaBuilderOptions cuda;
+    cuda.gathered_lookups = gathered;
+    EXPECT_TRUE(agrees(harness::differential_check(long_context, cuda_builds(cuda)))) << "gathered " << gathered;
   }
 }
 
@@ -123,13 +126,9 @@ TEST(CudaStep, ProgrammaticLaunchOnAndOffMatchTheReference) {
   harness::StepCase mixed;
   mixed.step = harness::make_step(bench::bench_case("decode32_prefill8K").shape);
   for (bool programmatic : {true, false}) {
-    harness::DifferentialOptions options;
-    options.backends = {opt::Backend::kCuda};
-    options.make_builder = [programmatic](opt::Backend) {
-      opt::CudaBuilderOptions cuda;
-      cuda.programmatic_launch = programmatic;
-      return opt::make_cuda_builder(nullptr, cuda);
-    };
+    opt::CudaBuilderOptions cuda;
+    cuda.programmatic_launch = programmatic;
+    const harness::DifferentialOptions options = cuda_builds(cuda);
     for (const ref::ModelSchedule& schedule : {ref::deepseek_v4_flash(), ref::deepseek_v4_pro()}) {
       decodes.schedule = schedule;
       decodes.c4a_per_layer = harness::make_c4a_indexer_outputs(decodes.step, schedule, 6);
@@ -201,15 +200,11 @@ TEST(CudaBuilder, OneLaunchOfEveryShapeMatchesTheReference) {
 TEST(CudaStep, EverySharingModeMatchesTheReference) {
   if (!opt::cuda_device_present()) GTEST_SKIP() << "no CUDA device";
   for (bool programmatic : {true, false}) {
-    harness::DifferentialOptions options;
-    options.backends = {opt::Backend::kCuda};
+    opt::CudaBuilderOptions cuda;
+    cuda.programmatic_launch = programmatic;
+    harness::DifferentialOptions options = cuda_builds(cuda);
     options.modes = {opt::SharingMode::kSeed, opt::SharingMode::kSplit, opt::SharingMode::kTailOnly};
     options.one_launch = true;
-    options.make_builder = [programmatic](opt::Backend) {
-      opt::CudaBuilderOptions cuda;
-      cuda.programmatic_launch = programmatic;
-      return opt::make_cuda_builder(nullptr, cuda);
-    };
     for (const char* name : {"decode256_ctx32K", "decode32_prefill8K", "prefill1K"}) {
       harness::StepCase c;
       c.step = harness::make_step(bench::bench_case(name).shape);
@@ -230,12 +225,11 @@ TEST(CudaStep, DecodeRowsEndingAroundACtaBoundaryMatchTheReference) {
   if (!opt::cuda_device_present()) GTEST_SKIP() << "no CUDA device";
   for (int32_t group = MixedSparseIndicesPolicy::kMinGroupThreads; group <= MixedSparseIndicesPolicy::kCtaThreads;
        group *= 2) {
-    harness::DifferentialOptions options;
-    options.backends = {opt::Backend::kCuda};
+    opt::CudaBuilderOptions cuda;
+    cuda.workspace_bytes = size_t{1} << 20;
+    cuda.forced_shape = kernels::LaunchShape{group, MixedSparseIndicesPolicy::kDefaultChunks};
+    harness::DifferentialOptions options = cuda_builds(cuda);
     options.modes = {opt::SharingMode::kSeed, opt::SharingMode::kSplit, opt::SharingMode::kTailOnly};
-    options.make_builder = [group](opt::Backend) {
-      return opt::make_cuda_builder(nullptr, size_t{1} << 20, kernels::LaunchShape{group, MixedSparseIndicesPolicy::kDefaultChunks});
-    };
     const int32_t rows_per_cta = MixedSparseIndicesPolicy::kCtaThreads / group;
     for (int32_t decodes : {rows_per_cta - 1, rows_per_cta, rows_per_cta + 1, 2 * rows_per_cta + 1}) {
       if (decodes < 1) continue;
