@@ -44,14 +44,14 @@ def main():
         return 2
     old, new = functions(sys.argv[1]), functions(sys.argv[2])
     same = [k for k in old if k in new and old[k] == new[k]]
-    changed = [k for k in old if k in new and old[k] != new[k]]
-    print(f"same {len(same)}, changed {len(changed)}, only in old {len([k for k in old if k not in new])}, "
-          f"only in new {len([k for k in new if k not in old])}")
-    for label, names in (("changed", changed), ("only in old", [k for k in old if k not in new]),
-                         ("only in new", [k for k in new if k not in old])):
+    groups = {"changed": [k for k in old if k in new and old[k] != new[k]],
+              "only in old": [k for k in old if k not in new],
+              "only in new": [k for k in new if k not in old]}
+    print(f"same {len(same)}, " + ", ".join(f"{label} {len(names)}" for label, names in groups.items()))
+    for label, names in groups.items():
         for k in names:
             print(f"{label}: {k}")
-    return 1 if changed else 0
+    return 1 if groups["changed"] else 0
 
 
 if __name__ == "__main__":
