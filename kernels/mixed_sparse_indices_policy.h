@@ -113,7 +113,10 @@ constexpr LaunchShape decode_chunk_shape(int32_t row_chunks) {
 // faster; C4A 0.1-0.5 us slower with the choice made at run time inside one kernel
 // (bench/results/2026-12-05-h100-ef75528-gather-trial/), and slower still when its own rows
 // were gathered (2026-12-05-h100-e1d62e1-lookup-trial/); as a kernel of its own, C128A after
-// 120K 1.2 us faster and C4A level (2026-12-05-h100-8a6c6e1-gathered-lookups/).
+// 120K 1.2 us faster and C4A level (2026-12-05-h100-8a6c6e1-gathered-lookups/). H200, same
+// binary, on/off/off/on: C128A after 120K 21.6 -> 21.3 us, planned level at 20.7-20.8 (the
+// build a cached step repeats), every other build within noise
+// (2026-12-05-h200-5294f30-gathered-lookups/): kept on, as it gains on one GPU and costs on none.
 DSV4_HD constexpr bool prefill_gathers_lookups(int32_t ratio, int32_t group_threads, bool whole_rows) {
   return whole_rows && ratio != 4 && group_threads > MixedSparseIndicesPolicy::kMinGroupThreads;
 }
