@@ -30,10 +30,10 @@ struct CudaBuilderOptions {
   // launching while the kernel before it on the stream finishes. Same results; on the H200 it
   // took a cached Flash step from 71 to 49 us (decode 64) and 291 to 263 us (prefill 8K).
   bool programmatic_launch = true;
-  // The gathered-lookups kernel for C128A rows after long context (kernels/mixed_sparse_indices_policy.h,
-  // prefill_gathers_lookups): on an H100, C128A prefill 8K after 120K 25.03 -> 23.87 us planned,
-  // C4A level (bench/results/2026-12-05-h100-8a6c6e1-gathered-lookups/). false: the default
-  // kernels for every build (a same-binary A/B).
+  // The gathered-lookups kernel for C128A rows after long context (which builds take it, and what
+  // it measured on an H100 and an H200: prefill_gathers_lookups in
+  // kernels/mixed_sparse_indices_policy.h). false: the default kernels for every build (a
+  // same-binary A/B).
   bool gathered_lookups = true;
 };
 std::unique_ptr<MixedSparseIndicesBuilder> make_cuda_builder(void* stream, const CudaBuilderOptions& options);
