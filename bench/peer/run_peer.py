@@ -3,7 +3,7 @@
 the same builds kernel_bench and step_bench time, compared with the reference exactly.
 
 usage: run_peer.py --inputs DIR --out OUTDIR [--filter REGEX] [--reps 50] [--step]
-                   [--step-reps 20] [--device cuda|cpu]
+                   [--step-reps 20] [--device cuda|cpu] [--ours] [--side-stream]
 
 Kernel configs (DIR/<model>_<kind>_<case>/): the peer's output must equal the reference's
 (ref_sparse_indices.npy, ref_sparse_lens.npy) element for element, and its content-error
@@ -31,11 +31,16 @@ flush and events). The package must be importable (scripts/install_python.sh, or
 PYTHONPATH=<build>/python of a DSV4_PYTHON=ON build). On CUDA the loop's own floor, an empty
 Triton kernel timed the same way, goes into the JSON's context (empty_kernel_device_us).
 
+--side-stream: everything (flush, head start, events, the peer's and our launches) on one
+torch.cuda.Stream made for the run instead of torch's default (legacy) stream, which is what
+an engine's side stream or graph capture gives; the JSON's context says which (stream).
+
 --device cpu: correctness only, under the Triton interpreter (TRITON_INTERPRET=1), no
 timing and no JSON. Without torch, triton, numpy or (for cuda) a CUDA device: prints
 "SKIPPED: <why>" and exits 0 without writing results.
 """
 import argparse
+import contextlib
 import functools
 import json
 import os
@@ -64,6 +69,8 @@ def parse_args():
                     help="cpu: Triton interpreter, correctness only")
     ap.add_argument("--ours", action="store_true",
                     help="also check and time dsv4_indices.build (this project) in the same loop")
+    ap.add_argument("--side-stream", action="store_true",
+                    help="run everything on a stream made for the run, not torch's default stream")
     return ap.parse_args()
 
 
@@ -527,17 +534,22 @@ def main():
     context.update(reps=args.reps, l2_flush_bytes=L2_FLUSH_BYTES, inputs=os.path.abspath(args.inputs))
     if ours is not None:
         context["ours"] = f"dsv4_indices {dsv4_indices.__version__} ({dsv4_indices.__file__})"
+    side = args.side_stream and peer.cuda
     if peer.cuda:
-        context["empty_kernel_device_us"] = empty_kernel_floor(peer, args.reps)
-    print(f"run_peer: {context.get('gpu', 'CPU (Triton interpreter)')}, torch {torch.__version__}, "
-          f"triton {triton.__version__}; {len(configs)} kernel configs, {len(steps)} steps")
-    os.makedirs(args.out, exist_ok=True)
-    # The interpreter's results are not timings: no JSON for them.
-    out = (lambda name: os.path.join(args.out, name)) if peer.cuda else (lambda name: None)
-    failures = run_kernels(peer, configs, args.reps, Results(out("peer_kernel.json"), context), ours)
-    if steps:
-        step_context = dict(context, reps=args.step_reps)
-        failures += run_steps(peer, steps, args.step_reps, Results(out("peer_step.json"), step_context))
+        context["stream"] = "side" if side else "default"
+    with torch.cuda.stream(torch.cuda.Stream()) if side else contextlib.nullcontext():
+        if peer.cuda:
+            context["empty_kernel_device_us"] = empty_kernel_floor(peer, args.reps)
+        print(f"run_peer: {context.get('gpu', 'CPU (Triton interpreter)')}, torch {torch.__version__}, "
+              f"triton {triton.__version__}; {len(configs)} kernel configs, {len(steps)} steps"
+              + (", on a side stream" if side else ""))
+        os.makedirs(args.out, exist_ok=True)
+        # The interpreter's results are not timings: no JSON for them.
+        out = (lambda name: os.path.join(args.out, name)) if peer.cuda else (lambda name: None)
+        failures = run_kernels(peer, configs, args.reps, Results(out("peer_kernel.json"), context), ours)
+        if steps:
+            step_context = dict(context, reps=args.step_reps)
+            failures += run_steps(peer, steps, args.step_reps, Results(out("peer_step.json"), step_context))
     total = len(configs) + len(steps)
     if failures:
         print(f"run_peer: {failures} of {total} configs FAILED")
