@@ -8,7 +8,11 @@
 namespace dsv4::kernels {
 
 struct MixedSparseIndicesPolicy {
+#if defined(DSV4_CTA_THREADS)  // trial only: another CTA size (the register caps below scale with it)
+  static constexpr int32_t kCtaThreads = DSV4_CTA_THREADS;
+#else
   static constexpr int32_t kCtaThreads = 256;
+#endif
   // Register cap (__launch_bounds__ min blocks) by chunks per pass: the most CTAs per SM whose
   // registers hold two passes' loads without spilling (1 -> 48 registers, 2 -> 64, 4 -> 80).
   // (DSV4_MIN_CTAS_PER_SM, a compile definition, replaces it for every chunk count: register-cap
@@ -18,7 +22,7 @@ struct MixedSparseIndicesPolicy {
     (void)chunks;
     return DSV4_MIN_CTAS_PER_SM;
 #else
-    return chunks <= 1 ? 5 : chunks <= 2 ? 4 : chunks <= 4 ? 3 : 2;
+    return (chunks <= 1 ? 5 : chunks <= 2 ? 4 : chunks <= 4 ? 3 : 2) * 256 / kCtaThreads;
 #endif
   }
   static constexpr int32_t kWarpThreads = 32;
@@ -134,7 +138,13 @@ DSV4_HD constexpr bool prefill_gathers_lookups(int32_t ratio, int32_t group_thre
 // (Flash split and tail-only steps 1-2.7 us slower, within what the binaries alone move there:
 // bench/results/2026-12-03-h200-cta-order-trial).
 DSV4_HD constexpr uint32_t cta_of_block(uint32_t block, uint32_t grid, uint32_t decode_ctas) {
+#if defined(DSV4_CTA_ORDER_INTERLEAVED)  // trial only: prefill CTAs alternately from the last and the first
+  if (block < decode_ctas) return block;
+  const uint32_t p = block - decode_ctas;
+  return p % 2 == 0 ? grid - 1 - p / 2 : decode_ctas + p / 2;
+#else
   return block < decode_ctas ? block : grid - 1 - (block - decode_ctas);
+#endif
 }
 
 // The CTAs that hold decode rows when each CTA holds rows_per_cta rows: ceil(D / rows_per_cta)
