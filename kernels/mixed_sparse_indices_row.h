@@ -566,8 +566,12 @@ DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArg
       }
     }
   };
+#if defined(DSV4_WINDOW_FIRST_MIX) || defined(DSV4_NARROW_WINDOW_FIRST)
 #if defined(DSV4_WINDOW_FIRST_MIX)  // trial only: every other block of 2^N rows builds its window first
   const bool window_first = ((t >> DSV4_WINDOW_FIRST_MIX) & 1) != 0;
+#else  // trial only: rows in groups of 8 (SWA-only, C128A with short context) build their window first
+  const bool window_first = group_threads == 8;
+#endif
   if (window_first && Columns::first(a) == 0) build_prefill_window(a, p, out, rank, group_threads, errors);
   run_pipelined_passes(rank, compressed_chunks, pass, count, va, vb, load_pass, finish_pass);
   if (!window_first && Columns::first(a) == 0) build_prefill_window(a, p, out, rank, group_threads, errors);
