@@ -391,7 +391,7 @@ auto for_group_threads(int32_t group_threads, KernelOf kernel_of) {
     case 32: return kernel_of(std::integral_constant<int, 32>{});
     case 64: return kernel_of(std::integral_constant<int, 64>{});
     case 128: return kernel_of(std::integral_constant<int, 128>{});
-    default: return kernel_of(std::integral_constant<int, kCta>{});
+    default: return kernel_of(std::integral_constant<int, 256>{});
   }
 }
 

@@ -8,11 +8,7 @@
 namespace dsv4::kernels {
 
 struct MixedSparseIndicesPolicy {
-#if defined(DSV4_CTA_THREADS)  // trial only: another CTA size (the register caps below scale with it)
-  static constexpr int32_t kCtaThreads = DSV4_CTA_THREADS;
-#else
   static constexpr int32_t kCtaThreads = 256;
-#endif
   // Register cap (__launch_bounds__ min blocks) by chunks per pass: the most CTAs per SM whose
   // registers hold two passes' loads without spilling (1 -> 48 registers, 2 -> 64, 4 -> 80).
   // (DSV4_MIN_CTAS_PER_SM, a compile definition, replaces it for every chunk count: register-cap
@@ -22,7 +18,7 @@ struct MixedSparseIndicesPolicy {
     (void)chunks;
     return DSV4_MIN_CTAS_PER_SM;
 #else
-    return (chunks <= 1 ? 5 : chunks <= 2 ? 4 : chunks <= 4 ? 3 : 2) * 256 / kCtaThreads;
+    return chunks <= 1 ? 5 : chunks <= 2 ? 4 : chunks <= 4 ? 3 : 2;
 #endif
   }
   static constexpr int32_t kWarpThreads = 32;
@@ -125,6 +121,20 @@ DSV4_HD constexpr bool prefill_gathers_lookups(int32_t ratio, int32_t group_thre
   return whole_rows && ratio != 4 && group_threads > MixedSparseIndicesPolicy::kMinGroupThreads;
 }
 
+// Whether row t, built by a group of group_threads threads on the fast prefill path, builds its
+// window (stores only) before its compressed passes (top-k reads, then stores). Rows in the
+// narrowest groups (SWA-only, C128A with short context: the whole step resident in one wave)
+// alternate in blocks of 4, so that half a wave stores its windows while the other half reads
+// its top-k; a block of 4 rows is a warp's rows in such groups (no divergence). Wider groups,
+// and the host backend's single threads, keep the compressed passes first. H200, 4 rounds
+// alternating, planned C128A 8K 6.96 -> 6.72 us (Flash), 7.01 -> 6.71 (Pro), unplanned 7.20 ->
+// 7.02 (2026-12-05-h200-narrow-window-order-trial); the H100 the same day -0.30 / -0.36. Every
+// row window-first was -0.09 / -0.19 there, and the alternation in every group size cost C4A
+// and C128A after 120K 0.16-0.29 us (bench/results/2026-12-05-h100-window-order-trial).
+DSV4_HD constexpr bool builds_window_first(int32_t group_threads, int32_t t) {
+  return group_threads == MixedSparseIndicesPolicy::kMinGroupThreads && (t >> 2 & 1) != 0;
+}
+
 // The CTA whose rows the block dispatched `block`-th of `grid` builds. The hardware starts a
 // grid's blocks in index order and refills SMs as they finish, so the blocks dispatched first
 // should hold the rows that take longest: the CTAs of decode rows (the first `decode_ctas`:
@@ -138,13 +148,7 @@ DSV4_HD constexpr bool prefill_gathers_lookups(int32_t ratio, int32_t group_thre
 // (Flash split and tail-only steps 1-2.7 us slower, within what the binaries alone move there:
 // bench/results/2026-12-03-h200-cta-order-trial).
 DSV4_HD constexpr uint32_t cta_of_block(uint32_t block, uint32_t grid, uint32_t decode_ctas) {
-#if defined(DSV4_CTA_ORDER_INTERLEAVED)  // trial only: prefill CTAs alternately from the last and the first
-  if (block < decode_ctas) return block;
-  const uint32_t p = block - decode_ctas;
-  return p % 2 == 0 ? grid - 1 - p / 2 : decode_ctas + p / 2;
-#else
   return block < decode_ctas ? block : grid - 1 - (block - decode_ctas);
-#endif
 }
 
 // The CTAs that hold decode rows when each CTA holds rows_per_cta rows: ceil(D / rows_per_cta)

@@ -30,6 +30,7 @@
 #include "kernels/host_device.h"
 #include "kernels/metadata_checks.h"
 #include "kernels/mixed_sparse_indices_args.h"
+#include "kernels/mixed_sparse_indices_policy.h"
 
 namespace dsv4::kernels {
 
@@ -420,57 +421,8 @@ DSV4_HD DSV4_INLINE void apply_prefill_compressed_chunk(const MixedSparseIndices
 // (Continuing the compressed chunks' round over the ranks instead, so that C128A after 120K
 // takes 5 chunks a rank rather than 6 and 4, was 0.2 us slower on it and on Flash C4A 8K:
 // bench/results/2026-12-04-h200-window-rank-trial/.)
-#if defined(DSV4_NARROW_WINDOW_BATCH)  // trial only: groups of 8 read their 4 window chunks' entries together
-DSV4_HD DSV4_INLINE void build_prefill_window_batched(const MixedSparseIndicesArgs& a, const RowPlan& p, int32_t* out,
-                                                      int32_t rank, int32_t group_threads, int32_t* errors) {
-  constexpr int kBatch = 4;
-  const int32_t chunks = a.window / 4;
-  const uint32_t log2 = a.swa.log2_block_size;
-  const uint32_t mask = static_cast<uint32_t>(a.swa.block_size - 1);
-  for (int32_t k0 = rank; k0 < chunks; k0 += kBatch * group_threads) {
-    uint32_t lo[kBatch], hi[kBatch];  // entries of the blocks of the chunk's first and last positions
-    DSV4_UNROLL
-    for (int i = 0; i < kBatch; ++i) {
-      const int32_t k = k0 + i * group_threads;
-      lo[i] = hi[i] = ~0u;
-      if (k < chunks && 4 * k < p.swa_len) {
-        const uint32_t first = static_cast<uint32_t>(p.swa_start + 4 * k);
-        const uint32_t b_lo = first >> log2, b_hi = (first + 3) >> log2;
-        lo[i] = a.swa.gather_run(p.swa_table, b_lo);
-        hi[i] = b_hi == b_lo ? lo[i] : a.swa.gather_run(p.swa_table, b_hi);
-      }
-    }
-    DSV4_UNROLL
-    for (int i = 0; i < kBatch; ++i) {
-      const int32_t k = k0 + i * group_threads;
-      if (k < chunks) {
-        const int32_t c0 = 4 * k;
-        const uint32_t first = static_cast<uint32_t>(p.swa_start + c0);
-        int32_t v[4];
-        DSV4_UNROLL
-        for (int e = 0; e < 4; ++e) {
-          const bool wanted = c0 + e < p.swa_len;
-          const uint32_t position = first + static_cast<uint32_t>(e);
-          const uint32_t physical = (position >> log2) == (first >> log2) ? lo[i] : hi[i];
-          const bool fits = physical <= a.swa.max_safe_block;
-          if (wanted && !fits) ++*errors;
-          v[e] = wanted && fits ? static_cast<int32_t>(physical * static_cast<uint32_t>(a.swa.block_size) + (position & mask)) : -1;
-        }
-        store_chunk<4>(out + c0, v);
-      }
-    }
-  }
-}
-#endif
-
 DSV4_HD DSV4_INLINE void build_prefill_window(const MixedSparseIndicesArgs& a, const RowPlan& p, int32_t* out,
                                               int32_t rank, int32_t group_threads, int32_t* errors) {
-#if defined(DSV4_NARROW_WINDOW_BATCH)
-  if (group_threads == 8 && a.swa.log2_block_size >= 2) {  // 4 positions lie in at most two blocks
-    build_prefill_window_batched(a, p, out, rank, group_threads, errors);
-    return;
-  }
-#endif
   for (int32_t k = rank; k < a.window / 4; k += group_threads) {
     const int32_t c0 = 4 * k;
     int32_t v[4];
@@ -500,9 +452,9 @@ DSV4_HD DSV4_INLINE bool fast_prefill_part(const MixedSparseIndicesArgs& a) {
 // bench/results/). kChecked (SPEC §7 run-time sizes, resolved into `a`): the metadata checked by
 // plan_row<true> as on the general path. Thread `rank` owns compressed chunks rank, rank + group_threads, ...
 // (in passes of kChunks, the next pass's inputs loaded before this one is translated, the
-// first pass's before the plan), then window chunks the same way. A part without compressed
-// columns reads no top-k input. kGatherLookups: a pass's compressed chunks gathered
-// (GatheredChunk), the same values.
+// first pass's before the plan), then window chunks the same way (before the passes where
+// builds_window_first says so). A part without compressed columns reads no top-k input.
+// kGatherLookups: a pass's compressed chunks gathered (GatheredChunk), the same values.
 template <int kChunks, bool kParts = false, bool kChecked = false, bool kGatherLookups = false>
 DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArgs& a, int32_t t, int32_t rank,
                                                      int32_t group_threads, int32_t* errors) {
@@ -566,19 +518,11 @@ DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArg
       }
     }
   };
-#if defined(DSV4_WINDOW_FIRST_MIX) || defined(DSV4_NARROW_WINDOW_FIRST)
-#if defined(DSV4_WINDOW_FIRST_MIX)  // trial only: every other block of 2^N rows builds its window first
-  const bool window_first = ((t >> DSV4_WINDOW_FIRST_MIX) & 1) != 0;
-#else  // trial only: rows in groups of 8 (SWA-only, C128A with short context) build their window first
-  const bool window_first = group_threads == 8;
-#endif
-  if (window_first && Columns::first(a) == 0) build_prefill_window(a, p, out, rank, group_threads, errors);
+  const bool window = Columns::first(a) == 0;  // the part holds the window
+  const bool window_first = window && builds_window_first(group_threads, t);
+  if (window_first) build_prefill_window(a, p, out, rank, group_threads, errors);
   run_pipelined_passes(rank, compressed_chunks, pass, count, va, vb, load_pass, finish_pass);
-  if (!window_first && Columns::first(a) == 0) build_prefill_window(a, p, out, rank, group_threads, errors);
-#else
-  run_pipelined_passes(rank, compressed_chunks, pass, count, va, vb, load_pass, finish_pass);
-  if (Columns::first(a) == 0) build_prefill_window(a, p, out, rank, group_threads, errors);
-#endif
+  if (window && !window_first) build_prefill_window(a, p, out, rank, group_threads, errors);
   return share;
 }
 

@@ -121,6 +121,31 @@ TEST(BlockTableView, PowerOfTwoLookupMatchesWideArithmetic) {
   EXPECT_FALSE(BlockTableView::make(nullptr, 0, 0, 100).power_of_two);
 }
 
+// Rows in the narrowest groups (SWA-only, C128A with short context: one wave of rows at once)
+// alternate in blocks of 4 between their window first and their compressed passes first, so
+// that a wave's window stores and top-k reads overlap; every wider group keeps the compressed
+// passes first. The choice is the same for every row a warp holds (no divergence), and the host
+// backend (a row per thread) never takes it.
+TEST(LaunchShapePolicy, NarrowRowsAlternateWindowFirstInBlocksOfFour) {
+  using P = MixedSparseIndicesPolicy;
+  constexpr int32_t g = P::kMinGroupThreads;
+  for (int32_t t = 0; t < 4; ++t) EXPECT_FALSE(builds_window_first(g, t)) << t;
+  for (int32_t t = 4; t < 8; ++t) EXPECT_TRUE(builds_window_first(g, t)) << t;
+  EXPECT_FALSE(builds_window_first(g, 8));
+  EXPECT_TRUE(builds_window_first(g, 8191));
+  for (int32_t wider = 2 * g; wider <= P::kCtaThreads; wider *= 2) {
+    for (int32_t t = 0; t < 64; ++t) EXPECT_FALSE(builds_window_first(wider, t)) << wider << " " << t;
+  }
+  EXPECT_FALSE(builds_window_first(1, 5));  // the host backend
+  const int32_t rows_per_warp = P::kWarpThreads / g;
+  for (int32_t warp = 0; warp < 1000; ++warp) {
+    const int32_t first = warp * rows_per_warp;
+    for (int32_t t = first; t < first + rows_per_warp; ++t) {
+      EXPECT_EQ(builds_window_first(g, t), builds_window_first(g, first)) << t;
+    }
+  }
+}
+
 // The hardware dispatches CTAs in block order, so the first blocks must build the longest
 // rows: a launch's decode CTAs (a full top-k each) in order, then its prefill CTAs from the
 // last (a prefill row's top-k grows with its position); the light first rows of a request
