@@ -51,7 +51,7 @@ struct MixedSparseIndicesPolicy {
   // 18.26 us, with 32 decodes 20.04 -> 18.28, C128A after 120K 21.20 -> 20.92, the cached Pro step
   // 580.8 -> 562.8 us device; Flash's 160-chunk rows in 5 passes of 16 against 2.5 of 32: C4A
   // 8K 12.11 -> 12.37, Flash step 246.5 -> 258.8 (so 4.5, not 5).
-#if defined(DSV4_TRIAL_G16_MIX)  // trial only: Flash C4A rows in groups of 16 (5 passes, one wave)
+#if defined(DSV4_TRIAL_G16_MIX) || defined(DSV4_TRIAL_G16)  // trial only: Flash C4A rows in groups of 16 (5 passes, one wave)
   static constexpr int32_t kMaxHalfPasses = 10;
 #else
   static constexpr int32_t kMaxHalfPasses = 9;
