@@ -51,11 +51,7 @@ struct MixedSparseIndicesPolicy {
   // 18.26 us, with 32 decodes 20.04 -> 18.28, C128A after 120K 21.20 -> 20.92, the cached Pro step
   // 580.8 -> 562.8 us device; Flash's 160-chunk rows in 5 passes of 16 against 2.5 of 32: C4A
   // 8K 12.11 -> 12.37, Flash step 246.5 -> 258.8 (so 4.5, not 5).
-#if defined(DSV4_TRIAL_G16_MIX) || defined(DSV4_TRIAL_G16)  // trial only: Flash C4A rows in groups of 16 (5 passes, one wave)
-  static constexpr int32_t kMaxHalfPasses = 10;
-#else
   static constexpr int32_t kMaxHalfPasses = 9;
-#endif
   // Decode-only steps whose rows have at most this many 16-byte chunks take the decode-chunk
   // kernel: a CTA per row (the chunks rounded up to whole warps), a thread per chunk.
   static constexpr int32_t kDecodeRowMaxChunks = 1024;
@@ -136,11 +132,7 @@ DSV4_HD constexpr bool prefill_gathers_lookups(int32_t ratio, int32_t group_thre
 // row window-first was -0.09 / -0.19 there, and the alternation in every group size cost C4A
 // and C128A after 120K 0.16-0.29 us (bench/results/2026-12-05-h100-window-order-trial).
 DSV4_HD constexpr bool builds_window_first(int32_t group_threads, int32_t t) {
-#if defined(DSV4_TRIAL_G16_MIX)  // trial only: groups of 16 alternate too
-  return group_threads <= 2 * MixedSparseIndicesPolicy::kMinGroupThreads && group_threads > 1 && (t >> 2 & 1) != 0;
-#else
   return group_threads == MixedSparseIndicesPolicy::kMinGroupThreads && (t >> 2 & 1) != 0;
-#endif
 }
 
 // The CTA whose rows the block dispatched `block`-th of `grid` builds. The hardware starts a
