@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# One device call's work, chosen by the card that came (a call that asks for the H200 kind
+# often gets an H100): the H200's own work where the card is an H200, other work elsewhere.
+#   scripts/gpu_call.sh OUTDIR TASK [FALLBACK]
+# runs TASK on an H200 and FALLBACK (default TASK) on any other card; TASK and FALLBACK are
+#   bench       scripts/run_gpu_bench.sh with the peer (kernel_bench, step_bench, the peer; the
+#               TTFT report only with BENCH_TTFT=on), packed into OUTDIR/bench.tgz
+#   sanitizers  scripts/gpu_check.sh's sanitizer phase, the 200-replay step-graph tests included
+#   tests       scripts/gpu_check.sh's tests phase: GPU tests, dsv4 verify (VERIFY_STEPS, default
+#               10000) in every SPEC §8 mode on both backends, the shipped captures
+#   none        nothing (a card not worth the call: it ends at once)
+# OUTDIR/gpu.txt names the card; the scripts' files land under OUTDIR (at most 8 come back from
+# a device call: bench.tgz, chk/summary.txt and chk/logs.tar.gz, gpu.txt). DEPS as for those
+# scripts (pass DEPS=$PWD/.deps on the device; scripts/device_carry.sh makes it).
+set -uo pipefail
+out=${1:?usage: gpu_call.sh OUTDIR TASK [FALLBACK]}
+task=${2:?usage: gpu_call.sh OUTDIR TASK [FALLBACK]}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+cd "$(dirname "$0")/.." || exit
+for t in "$task" "${3:-$task}"; do
+  case $t in
+    bench|sanitizers|tests|none) ;;
+    *) echo "gpu_call.sh: unknown task $t (bench, sanitizers, tests, none)" >&2; exit 2 ;;
+  esac
+done
+{ nvidia-smi --query-gpu=name,driver_version,uuid,clocks.max.sm --format=csv; } > "$out/gpu.txt" 2>&1
+cat "$out/gpu.txt"
+grep -q H200 "$out/gpu.txt" || task=${3:-$task}
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+echo "gpu_call.sh: $task at $commit"
+start=$SECONDS
+status=0
+case $task in
+  bench)
+    BENCH_TTFT=${BENCH_TTFT:-off} BENCH_DEADLINE_S=${BENCH_DEADLINE_S:-400} BENCH_TARBALL=$out/bench.tgz \
+      scripts/run_gpu_bench.sh "$out/bench" "$commit" > "$out/bench.log" 2>&1 || status=$?
+    cat "$out/bench/run_gpu_bench_stages.txt"
+    rm -rf "$out/bench" ;;  # its files are in bench.tgz
+  sanitizers)
+    ARCHIVE=1 PHASES=sanitizers SANITIZER_TIMEOUT=${SANITIZER_TIMEOUT:-500} \
+      scripts/gpu_check.sh "$out/chk" 100 || status=$? ;;
+  tests)
+    ARCHIVE=1 PHASES=tests STAGE_TIMEOUT=${STAGE_TIMEOUT:-500} \
+      scripts/gpu_check.sh "$out/chk" "${VERIFY_STEPS:-10000}" || status=$? ;;
+  none) ;;
+esac
+echo "gpu_call.sh: $task took $((SECONDS - start)) s, exit status $status"
+exit $status
