@@ -10,7 +10,8 @@
 #               10000) in every SPEC §8 mode on both backends, the shipped captures
 #   none        nothing (a card not worth the call: it ends at once)
 # OUTDIR/gpu.txt names the card; the scripts' files land under OUTDIR (at most 8 come back from
-# a device call: bench.tgz, chk/summary.txt and chk/logs.tar.gz, gpu.txt). DEPS as for those
+# a device call: bench.tgz and bench.log, chk/summary.txt and chk/logs.tar.gz, gpu.txt; each
+# script records the commit itself). DEPS as for those
 # scripts (pass DEPS=$PWD/.deps on the device; scripts/device_carry.sh makes it).
 set -uo pipefail
 out=${1:?usage: gpu_call.sh OUTDIR TASK [FALLBACK]}
@@ -27,14 +28,13 @@ done
 { nvidia-smi --query-gpu=name,driver_version,uuid,clocks.max.sm --format=csv; } > "$out/gpu.txt" 2>&1
 cat "$out/gpu.txt"
 grep -q H200 "$out/gpu.txt" || task=${3:-$task}
-commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-echo "gpu_call.sh: $task at $commit"
+echo "gpu_call.sh: $task"
 start=$SECONDS
 status=0
 case $task in
   bench)
     BENCH_TTFT=${BENCH_TTFT:-off} BENCH_DEADLINE_S=${BENCH_DEADLINE_S:-400} BENCH_TARBALL=$out/bench.tgz \
-      scripts/run_gpu_bench.sh "$out/bench" "$commit" > "$out/bench.log" 2>&1 || status=$?
+      scripts/run_gpu_bench.sh "$out/bench" > "$out/bench.log" 2>&1 || status=$?
     cat "$out/bench/run_gpu_bench_stages.txt"
     rm -rf "$out/bench" ;;  # its files are in bench.tgz
   sanitizers)
