@@ -53,6 +53,7 @@ BuildBytes build_bytes(const ref::BuilderInputs& in, BuildColumns columns) {
   b.decode_inputs = (window ? D * W * 4 : 0);
   if (compressed) {
     b.decode_inputs += D * Kd * 4;
+    if (in.decode_local) b.translated_inputs += D * Kd * 4;
     if (in.decode_compressed_lens) b.decode_inputs += D * 4;
     if (in.decode_local && in.decode_valid) b.decode_inputs += D;
   }
@@ -85,6 +86,7 @@ BuildBytes build_bytes(const ref::BuilderInputs& in, BuildColumns columns) {
       for (int64_t j = 0; j < needed; ++j) compressed_blocks.reference(in.prefill_topk(t - D, j));
     }
   }
+  b.translated_inputs += b.prefill_topk;
   b.block_tables = (swa_blocks.entries() + (own_compressed ? own_compressed->entries() : 0)) * 4;
   return b;
 }

@@ -13,6 +13,10 @@ struct BuildBytes {
   int64_t prefill_topk = 0;    // sum over prefill tokens of min(Kp, topk_len(t)) * 4
   int64_t metadata = 0;        // (R+1)*4 query_start_loc + R*4 seq_lens + T*4 token_to_req
   int64_t block_tables = 0;    // 4 per distinct (table, request, block) entry referenced
+  // Of the inputs above, those whose values are translated through a block table (each output
+  // column needs its input's value before its table entry): prefill_topk, and a local-form
+  // decode row's D*Kd*4 compressed inputs. A part of the inputs, not counted again by total().
+  int64_t translated_inputs = 0;
   int64_t total() const { return outputs + decode_inputs + prefill_topk + metadata + block_tables; }
 };
 
@@ -26,6 +30,7 @@ struct BuildBytes {
 //                   prefill SWA column (positions start..pos), some prefill compressed entry
 //                   v >= 0, or (local decode form) some decode compressed entry v >= 0 —
 //                   each referenced entry counted once however often it is used.
+//   translated_inputs = prefill_topk + (local form ? D*Kd*4 : 0)
 // Decode SWA columns and global-form decode entries are copied, not translated: no table read.
 BuildBytes build_bytes(const ref::BuilderInputs& in);
 

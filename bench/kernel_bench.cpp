@@ -37,6 +37,10 @@
 // prefill build's columns wait on plan -> block table and a local-form decode row's on its
 // input -> block table: 1 is a floor of every build (no output word is known before a read),
 // 2 of the translated columns.
+// cuda/translated_floor/<model>/<kind>/<case> (the cases whose builds translate inputs: C4A, and
+// C128A with prefill rows): the 2-read chain floor with each 16-byte word of the translated
+// inputs (BuildBytes::translated_inputs) written only after a table entry its own value names,
+// as a translated column waits on input -> block table (StreamingBytes::kTranslated).
 // With --warm_l2 (a diagnostic): no L2 flush before the timed builds.
 // With --shape_sweep: cuda/shape/<threads per row>x<chunks>/<model>/<kind>/<case>, the target
 // cases of issue 8 with every compiled launch shape forced (the policy's tuning data).
@@ -416,6 +420,7 @@ void BM_byte_floor(benchmark::State& state, KernelConfig cfg, int hops) {
     return;
   }
   const int64_t writes = s.bytes.outputs, reads = s.bytes.total() - s.bytes.outputs;
+  const int64_t translated = hops == StreamingBytes::kTranslated ? s.bytes.translated_inputs : 0;
   // The chain floor's rows: the build's, in 16-byte words of output.
   const int64_t row_words = row_words_of(writes, s.request.num_tokens);
   constexpr int kChoices = static_cast<int>(std::size(StreamingBytes::kShapes));
@@ -428,7 +433,7 @@ void BM_byte_floor(benchmark::State& state, KernelConfig cfg, int hops) {
     void* stream = bench_device().stream->get();
     EventTimer timer;
     for (int c = 0; c < kChoices; ++c) {
-      streaming.launch(stream, reads, writes, StreamingBytes::kShapes[c], hops, row_words);  // warm-up
+      streaming.launch(stream, reads, writes, StreamingBytes::kShapes[c], hops, row_words, translated);  // warm-up
     }
     bench_device().stream->synchronize();
     for (auto _ : state) {
@@ -437,7 +442,7 @@ void BM_byte_floor(benchmark::State& state, KernelConfig cfg, int hops) {
         bench_device().flusher->flush(stream);
         gpu_busy_wait_ns(stream, kHeadStartNs);
         timer.start(stream);
-        streaming.launch(stream, reads, writes, StreamingBytes::kShapes[c], hops, row_words);
+        streaming.launch(stream, reads, writes, StreamingBytes::kShapes[c], hops, row_words, translated);
         timer.stop(stream);
         const double us = timer.elapsed_us();
         totals[c] += us;
@@ -462,11 +467,17 @@ void BM_byte_floor(benchmark::State& state, KernelConfig cfg, int hops) {
   state.counters["read_bytes"] = static_cast<double>(reads);
   state.counters["GBps"] = static_cast<double>(reads + writes) / (best * 1e-6) / 1e9;
   state.counters["hops"] = hops;
+  state.counters["translated_bytes"] = static_cast<double>(translated);
+  const std::string chain = hops >= 2 ? "2" : std::to_string(hops);
   state.SetLabel(hops == 0 ? "streaming kernel moving the build's bytes (16-byte words, fastest of 1/2/4 per "
                              "thread in CTAs of 256 or 32); CUDA events, L2 flushed"
-                           : "the same, each thread's writes after " + std::to_string(hops) +
+                           : "the same, each thread's writes after " + chain +
                                  " dependent read(s) (an 8-byte plan entry a row of the build's width, read first" +
-                                 (hops == 2 ? ", then a table entry" : "") + "); CUDA events, L2 flushed");
+                                 (hops >= 2 ? ", then a table entry" : "") + ")" +
+                                 (hops == StreamingBytes::kTranslated
+                                      ? ", and each translated input word's after a table entry it names"
+                                      : "") +
+                                 "; CUDA events, L2 flushed");
 }
 
 // The copy ceiling as its own benchmark: each iteration one timed 1 GiB D2D copy.
@@ -677,9 +688,15 @@ void register_benchmarks(const BackendChoice& backends) {
           }
           // The chain floors: a prefill row's writes wait on its plan entry (-> a block-table
           // entry), a local-form decode row's on its input (-> a block-table entry).
+          // The translated floor: where the build translates inputs (BuildBytes::translated_inputs):
+          // C4A's top-k and local-form decode rows, C128A's prefill rows.
+          const bool translates =
+              kind == ref::LayerKind::kC4A || (kind == ref::LayerKind::kC128A && c.has_prefill_rows());
           for (int hops = 1; cuda && hops <= StreamingBytes::kMaxHops; ++hops) {
-            benchmark::RegisterBenchmark((prefix + "/chain_floor/" + std::to_string(hops) + "/" + model + "/" +
-                                          ref::layer_kind_name(kind) + "/" + c.name)
+            const bool translated = hops == StreamingBytes::kTranslated;
+            if (translated && !translates) continue;
+            benchmark::RegisterBenchmark((prefix + (translated ? "/translated_floor/" : "/chain_floor/" + std::to_string(hops) + "/") +
+                                          model + "/" + ref::layer_kind_name(kind) + "/" + c.name)
                                              .c_str(),
                                          BM_byte_floor, cfg, hops)
                 ->UseManualTime()

@@ -33,6 +33,9 @@
 // cuda/step_chain_floor/... (cases with prefill rows): the same with every build's writes after
 // two dependent reads (its row's plan entry, then a table entry: StreamingBytes' chains), as a
 // planned build's translated columns wait on plan -> block table.
+// cuda/step_translated_floor/<model>/prefill8K/<variant> (cached, split, tail: the steps with
+// targets): the chain floor with each build's translated inputs (its top-k) also written only
+// after a table entry each 16-byte word names (StreamingBytes::kTranslated).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -97,8 +100,10 @@ struct StepConfig {
 };
 
 std::string step_floor_name(const StepConfig& cfg, int hops = 0) {
-  return std::string(timing_prefix(cfg.backend)) + (hops == 0 ? "/step_floor/" : "/step_chain_floor/") + cfg.model +
-         "/" + cfg.case_name + "/" + cfg.variant_name();
+  const char* floor = hops == 0                            ? "/step_floor/"
+                      : hops == StreamingBytes::kTranslated ? "/step_translated_floor/"
+                                                            : "/step_chain_floor/";
+  return std::string(timing_prefix(cfg.backend)) + floor + cfg.model + "/" + cfg.case_name + "/" + cfg.variant_name();
 }
 
 double target_us(const StepConfig& cfg) {
@@ -380,6 +385,7 @@ void BM_step_floor(benchmark::State& state, StepConfig cfg, int hops) {
   state.counters["hops"] = hops;
   state.SetLabel(std::string("streaming kernel per build of the mode") +
                  (hops > 0 ? ", writes after 2 dependent reads (plan entry, table entry)" : "") +
+                 (hops == StreamingBytes::kTranslated ? ", translated input words' after a table entry each" : "") +
                  ", programmatic launch; CUDA events, L2 flushed");
 }
 
@@ -645,8 +651,9 @@ void register_benchmarks(const BackendChoice& backends) {
         for (const StepVariant& variant : variants) {
           if (variant.one_launch) continue;
           const StepConfig cfg{backend, model, c.name, variant};
-          for (int hops : {0, 2}) {
+          for (int hops : {0, 2, StreamingBytes::kTranslated}) {
             if (hops > 0 && !c.has_prefill_rows()) continue;
+            if (hops == StreamingBytes::kTranslated && (c.name != kTargetCase || !variant.cached)) continue;
             benchmark::RegisterBenchmark(step_floor_name(cfg, hops).c_str(), BM_step_floor, cfg, hops)
                 ->UseManualTime()
                 ->Iterations(kStepFloorIterations)

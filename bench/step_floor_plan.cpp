@@ -79,6 +79,7 @@ std::vector<StreamedBuild> streamed_builds(const FloorPlan& plan) {
   for (const FloorBuild& b : plan) {
     StreamedBuild s;
     s.own_read_bytes = b.bytes.decode_inputs + b.bytes.prefill_topk;
+    s.translated_read_bytes = b.bytes.translated_inputs;
     s.shared_read_bytes = b.bytes.metadata + b.bytes.block_tables;
     s.write_bytes = b.bytes.outputs;
     s.input = b.input;

@@ -72,15 +72,18 @@ __global__ void __launch_bounds__(kThreads)
 // The byte floor with a planned build's dependent reads (StreamingBytes::launch with hops):
 // each thread reads the plan entry of the row its first word falls in (rows of 2^row_shift
 // words, entries 8 bytes apart: one a row, as a planned build's rows read theirs), then issues
-// its reads, then, for kHops = 2, reads the table entry the plan entry names; its writes carry
+// its reads, then, for kHops >= 2, reads the table entry the plan entry names; its writes carry
 // the last value read (0), so none leaves before the chain ends. The head first, so that its
-// latency hides behind the reads: the order that makes the chain cost least.
+// latency hides behind the reads: the order that makes the chain cost least. kHops = 3
+// (StreamingBytes::kTranslated): each word below `translated` also adds the table entry its
+// first value names (0x3c of the 0x3c-filled inputs: entry 60, zero), read once it arrives.
 constexpr int32_t kChainTableEntries = 256;
 template <int kWords, int kThreads, int kHops>
 __global__ void __launch_bounds__(kThreads)
-    chained_bytes_kernel(const int4* src, int64_t reads, const int4* shared, int64_t shared_reads, int4* dst,
-                         int64_t writes, const int2* plan, int32_t row_shift, const int32_t* table, int4* sink) {
-  static_assert(kHops == 1 || kHops == 2, "one or two dependent reads");
+    chained_bytes_kernel(const int4* src, int64_t reads, int64_t translated, const int4* shared, int64_t shared_reads,
+                         int4* dst, int64_t writes, const int2* plan, int32_t row_shift, const int32_t* table,
+                         int4* sink) {
+  static_assert(kHops >= 1 && kHops <= StreamingBytes::kTranslated, "one or two dependent reads, or translated");
   wait_prior_grid_and_release_next();
   const int64_t first = static_cast<int64_t>(blockIdx.x) * kWords * kThreads + threadIdx.x;
   // Read first and whole (both chains use x): ptxas then issues it before the other reads.
@@ -88,13 +91,21 @@ __global__ void __launch_bounds__(kThreads)
   int4 v[kWords];
   load_words<kWords, kThreads>(src, reads, shared, reads + shared_reads, first, v);
   int32_t carried = entry.y;
-  if constexpr (kHops == 2) {
+  if constexpr (kHops >= 2) {
     carried += __ldg(table + entry.x);
   } else {
     carried += entry.x / kChainTableEntries;  // 0 (x < kChainTableEntries): x read, as hop 2 reads it
   }
 #pragma unroll
   for (int k = 0; k < kWords; ++k) v[k].x += carried;
+  if constexpr (kHops == StreamingBytes::kTranslated) {
+#pragma unroll
+    for (int k = 0; k < kWords; ++k) {
+      if (first + static_cast<int64_t>(k) * kThreads < translated) {
+        v[k].x += __ldg(table + (static_cast<uint32_t>(v[k].x) & (kChainTableEntries - 1)));
+      }
+    }
+  }
   store_words<kWords, kThreads>(dst, writes, reads + shared_reads, first, v, sink);
 }
 
@@ -150,7 +161,8 @@ template <int kWords, int kThreads>
 const void* streaming_kernel_of(int hops) {
   return hops == 0   ? reinterpret_cast<const void*>(&streaming_bytes_kernel<kWords, kThreads>)
          : hops == 1 ? reinterpret_cast<const void*>(&chained_bytes_kernel<kWords, kThreads, 1>)
-                     : reinterpret_cast<const void*>(&chained_bytes_kernel<kWords, kThreads, 2>);
+         : hops == 2 ? reinterpret_cast<const void*>(&chained_bytes_kernel<kWords, kThreads, 2>)
+                     : reinterpret_cast<const void*>(&chained_bytes_kernel<kWords, kThreads, StreamingBytes::kTranslated>);
 }
 
 template <int kThreads>
@@ -161,13 +173,17 @@ const void* streaming_kernel_of(int words, int hops) {
                       : nullptr;
 }
 
-// One streaming launch of `shape` (one of StreamingBytes::kShapes), `hops` 0-2; reads from src
-// then shared, writes to dst (also the never-written sink), plan and table for the chains.
+// One streaming launch of `shape` (one of StreamingBytes::kShapes), `hops` 0 to kMaxHops; reads
+// from src (the first `translated` words translated, kTranslated) then shared, writes to dst (also
+// the never-written sink), plan and table for the chains.
 void launch_streaming(void* stream, StreamingShape shape, int hops, const int4* src, int64_t reads,
-                      const int4* shared, int64_t shared_reads, int4* dst, int64_t writes, const void* plan,
-                      int64_t row_words, const void* table, int4* sink, bool programmatic_launch) {
+                      int64_t translated, const int4* shared, int64_t shared_reads, int4* dst, int64_t writes,
+                      const void* plan, int64_t row_words, const void* table, int4* sink, bool programmatic_launch) {
   if (hops < 0 || hops > StreamingBytes::kMaxHops) {
-    throw std::invalid_argument("streaming kernels: hops must be 0, 1 or 2");
+    throw std::invalid_argument("streaming kernels: hops must be 0, 1, 2 or 3 (translated)");
+  }
+  if (translated < 0 || translated > reads) {
+    throw std::invalid_argument("streaming kernels: translated words outside the words read from src");
   }
   const void* kernel = shape.threads == kStreamingThreads ? streaming_kernel_of<kStreamingThreads>(shape.words, hops)
                        : shape.threads == 32              ? streaming_kernel_of<32>(shape.words, hops)
@@ -179,8 +195,8 @@ void launch_streaming(void* stream, StreamingShape shape, int hops, const int4* 
   const int2* plan_entries = static_cast<const int2*>(plan);
   const int32_t* table_entries = static_cast<const int32_t*>(table);
   void* streaming_params[] = {&src, &reads, &shared, &shared_reads, &dst, &writes, &sink};
-  void* chained_params[] = {&src,    &reads,        &shared,    &shared_reads,  &dst,
-                            &writes, &plan_entries, &row_shift, &table_entries, &sink};
+  void* chained_params[] = {&src,    &reads,        &translated, &shared,        &shared_reads, &dst,
+                            &writes, &plan_entries, &row_shift,  &table_entries, &sink};
   launch_ex_checked(kernel, static_cast<unsigned>(ctas), static_cast<unsigned>(shape.threads),
                     hops == 0 ? streaming_params : chained_params, programmatic_launch, stream,
                     "cudaLaunchKernelExC(streaming_bytes_kernel / chained_bytes_kernel) / cudaGetLastError");
@@ -220,15 +236,18 @@ void StreamingBytes::reserve(int64_t read_bytes, int64_t write_bytes) {
 }
 
 void StreamingBytes::launch(void* stream, int64_t read_bytes, int64_t write_bytes, StreamingShape shape, int hops,
-                            int64_t row_words) {
+                            int64_t row_words, int64_t translated_bytes) {
   if (read_bytes < 0 || write_bytes < 0 || words_of(read_bytes) * 16 > src_bytes_ ||
       words_of(write_bytes) * 16 > dst_bytes_) {
     throw std::invalid_argument("StreamingBytes::launch: sizes outside reserve()'s");
   }
+  if (translated_bytes < 0 || translated_bytes > read_bytes) {
+    throw std::invalid_argument("StreamingBytes::launch: translated bytes outside the bytes read");
+  }
   // A plain launch, as kernel_bench launches the builds it times.
-  launch_streaming(stream, shape, hops, static_cast<const int4*>(src_), words_of(read_bytes), nullptr, 0,
-                   static_cast<int4*>(dst_), words_of(write_bytes), plan_, row_words, table_, static_cast<int4*>(dst_),
-                   false);
+  launch_streaming(stream, shape, hops, static_cast<const int4*>(src_), words_of(read_bytes), words_of(translated_bytes),
+                   nullptr, 0, static_cast<int4*>(dst_), words_of(write_bytes), plan_, row_words, table_,
+                   static_cast<int4*>(dst_), false);
 }
 
 StreamingSequence::StreamingSequence(std::vector<StreamedBuild> builds) : builds_(std::move(builds)) {
@@ -242,6 +261,9 @@ StreamingSequence::StreamingSequence(std::vector<StreamedBuild> builds) : builds
   for (const StreamedBuild& b : builds_) {
     if (b.own_read_bytes < 0 || b.shared_read_bytes < 0 || b.write_bytes < 0) {
       throw std::invalid_argument("StreamingSequence: negative size");
+    }
+    if (b.translated_read_bytes < 0 || b.translated_read_bytes > b.own_read_bytes) {
+      throw std::invalid_argument("StreamingSequence: translated bytes outside the build's own inputs");
     }
     (void)row_shift_of(b.row_words);  // throws on rows below one word
     grow(input_bytes, b.input, b.own_read_bytes);
@@ -280,7 +302,8 @@ StreamingSequence::~StreamingSequence() { release(); }
 void StreamingSequence::launch(void* stream, StreamingShape shape, int hops) {
   for (const StreamedBuild& b : builds_) {
     launch_streaming(stream, shape, hops, static_cast<const int4*>(inputs_[static_cast<size_t>(b.input)]),
-                     words_of(b.own_read_bytes), static_cast<const int4*>(shared_), words_of(b.shared_read_bytes),
+                     words_of(b.own_read_bytes), words_of(b.translated_read_bytes), static_cast<const int4*>(shared_),
+                     words_of(b.shared_read_bytes),
                      static_cast<int4*>(outputs_[static_cast<size_t>(b.output)]), words_of(b.write_bytes), plan_,
                      b.row_words, table_, static_cast<int4*>(sink_), true);
   }

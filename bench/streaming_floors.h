@@ -31,10 +31,16 @@ struct StreamingShape {
 // the floor of the same bytes for a kernel whose every write needs its row's plan entry (1,
 // every build) or that and a table entry (2, every translated column). Its rows are the largest
 // power of two <= row_words (a shift): at most twice as many plan entries as the build's rows.
+// hops = kTranslated (cuda/translated_floor/...): the 2-read chain, and each of the first
+// `translated_bytes` read (a build's translated inputs, BuildBytes::translated_inputs) written
+// only after one more table entry, named by the word's own first value: a translated column
+// knows its table entry only once its input is read, so a word of them waits on input -> table,
+// one entry a 16-byte word at the least (four indices may share a block).
 class StreamingBytes {
  public:
   static constexpr StreamingShape kShapes[6] = {{1, 256}, {2, 256}, {4, 256}, {1, 32}, {2, 32}, {4, 32}};
-  static constexpr int kMaxHops = 2;
+  static constexpr int kTranslated = 3;
+  static constexpr int kMaxHops = kTranslated;
   StreamingBytes() = default;
   ~StreamingBytes();
   StreamingBytes(const StreamingBytes&) = delete;
@@ -42,9 +48,10 @@ class StreamingBytes {
   // Grows the buffers (synchronously) to hold the sizes; call before timing.
   void reserve(int64_t read_bytes, int64_t write_bytes);
   // One launch on `stream`; shape one of kShapes, hops 0 to kMaxHops, row_words >= 1 (the
-  // chained kernel's row); the sizes within reserve()'s.
+  // chained kernel's row), translated_bytes <= read_bytes (kTranslated); the sizes within
+  // reserve()'s.
   void launch(void* stream, int64_t read_bytes, int64_t write_bytes, StreamingShape shape, int hops = 0,
-              int64_t row_words = 1);
+              int64_t row_words = 1, int64_t translated_bytes = 0);
 
  private:
   void* src_ = nullptr;
@@ -62,7 +69,8 @@ class StreamingBytes {
 // with the same region id use the same buffer (a C4A layer's own indexer output; a tail-only
 // step's one combined output), so what the L2 keeps between builds is what it keeps in the step.
 // With hops (StreamingBytes' chains), every build's writes wait on its rows' plan entries
-// (rows of row_words words; one plan all builds share, as a step's token plan) and table entries.
+// (rows of row_words words; one plan all builds share, as a step's token plan) and table entries;
+// with kTranslated, the first translated_read_bytes of its own inputs also on a table entry each.
 // The chains' row width of a build writing `write_bytes` over `rows` rows: its output words a
 // row, at least one (a build of lengths only writes less than a word a row).
 inline int64_t row_words_of(int64_t write_bytes, int64_t rows) {
@@ -72,6 +80,7 @@ inline int64_t row_words_of(int64_t write_bytes, int64_t rows) {
 
 struct StreamedBuild {
   int64_t own_read_bytes = 0;     // from region `input`
+  int64_t translated_read_bytes = 0;  // the first of own_read_bytes, translated (kTranslated)
   int64_t shared_read_bytes = 0;  // from the region every build shares
   int64_t write_bytes = 0;        // to region `output`
   int input = 0, output = 0;      // region ids >= 0

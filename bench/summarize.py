@@ -256,16 +256,26 @@ def ratio(peer_us, ours_us):
     return peer_us / ours_us if None not in (peer_us, ours_us) and ours_us > 0 else None
 
 
+TRANSLATED = 3  # chain_floor_rows' key of cuda/translated_floor/... (StreamingBytes::kTranslated)
+FLOOR_NAMES = {1: "1-read floor", 2: "2-read floor", TRANSLATED: "translated floor"}
+
+
 def chain_floor_rows(runs):
-    """A row per CUDA case with a chain floor (cuda/chain_floor/<hops>/<model>/<kind>/<case>):
-    its byte floor, chain floors by hops, our build and planned build, issue 8's target and where
-    the target sits: below the 1-read floor (no build can reach it as timed), below the 2-read
-    floor (only a build whose columns need no table entry could), or above both."""
+    """A row per CUDA case with a chain floor (cuda/chain_floor/<hops>/<model>/<kind>/<case>, and
+    cuda/translated_floor/<model>/<kind>/<case> as hops TRANSLATED): its byte floor, chain floors
+    by hops, our build and planned build, issue 8's target and where the target sits: below the
+    1-read floor (no build can reach it as timed), below the 2-read floor (only a build whose
+    columns need no table entry could), below the translated floor (only a build that knew a
+    table entry before reading the input that names it could), or above every floor."""
     rows = {}
     for name, r in runs.items():
         parts = name.split("/")
-        if len(parts) == 6 and parts[:2] == ["cuda", "chain_floor"] and "error" not in r and "device_us" in r:
+        if parts[0] != "cuda" or "error" in r or "device_us" not in r:
+            continue
+        if len(parts) == 6 and parts[1] == "chain_floor":
             rows.setdefault("/".join(parts[3:]), {})[int(parts[2])] = r["device_us"]
+        elif len(parts) == 5 and parts[1] == "translated_floor":
+            rows.setdefault("/".join(parts[2:]), {})[TRANSLATED] = r["device_us"]
 
     def device_us(what, key):
         r = runs.get(f"cuda/{what}/{key}", {})
@@ -277,7 +287,7 @@ def chain_floor_rows(runs):
         where = ""
         if target is not None:
             below = [h for h in sorted(hops) if target < hops[h]]
-            where = f"below the {below[0]}-read floor" if below else "above both floors"
+            where = f"below the {FLOOR_NAMES[below[0]]}" if below else "above every floor"
         out.append({"key": key, "byte_us": device_us("byte_floor", key), "hops_us": hops,
                     "ours_us": device_us("kernel", key), "planned_us": device_us("kernel_planned", key),
                     "target_us": target, "target_vs_floors": where})
@@ -290,19 +300,27 @@ def chain_floor_lines(rows):
     """chain_floor_rows as a table (nothing when there are none)."""
     if not rows:
         return []
+    translated = any(TRANSLATED in r["hops_us"] for r in rows)
     lines = ["- chain floors: the byte floor's kernel with each thread's writes after 1 or 2 dependent reads "
              "(the 8-byte plan entry of its row, rows as wide as the build's, read before its other reads, then a "
              "table entry it names), as a planned prefill row's outputs wait on plan -> block table and a "
              "local-form decode row's on input -> block table: 1 read is a floor of every build (no output word "
              "is known before a read), 2 of every translated column (the -1 padding, the lengths and copied "
-             "columns need only one)", "",
-             "| model | kind | case | byte floor us | 1-read floor us | 2-read floor us | ours us | planned us | "
-             "target us | target |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
+             "columns need only one)"]
+    if translated:
+        lines.append("- translated floor (cuda/translated_floor/...): the 2-read chain floor with each 16-byte word "
+                     "of the build's translated inputs (its top-k, a local-form decode row's indices) written only "
+                     "after a table entry named by the word's own value, as a translated column knows its block "
+                     "only once its input is read (one entry a word: four indices may share a block)")
+    lines += ["", "| model | kind | case | byte floor us | 1-read floor us | 2-read floor us | "
+              + ("translated floor us | " if translated else "") + "ours us | planned us | target us | target |",
+              "|---|---|---|---:|---:|---:|" + ("---:|" if translated else "") + "---:|---:|---:|---|"]
     for r in rows:
         model, kind, case = r["key"].split("/")
         lines.append(f"| {model} | {kind} | {case} | {fmt(r['byte_us'], 2)} | {fmt(r['hops_us'].get(1), 2)} | "
-                     f"{fmt(r['hops_us'].get(2), 2)} | {fmt(r['ours_us'], 2)} | {fmt(r['planned_us'], 2)} | "
+                     f"{fmt(r['hops_us'].get(2), 2)} | "
+                     + (f"{fmt(r['hops_us'].get(TRANSLATED), 2)} | " if translated else "")
+                     + f"{fmt(r['ours_us'], 2)} | {fmt(r['planned_us'], 2)} | "
                      f"{fmt(r['target_us'], 1)} | {r['target_vs_floors']} |")
     lines.append("")
     return lines
@@ -526,7 +544,8 @@ def step_section(doc, lines, targets, floor_notes, peer=None, peer_ctx=None):
                         targets.append((f"{key[1]} prefill 8K step, {path_note[path]}, {definition}", key[0],
                                         r.get(counter), target))
         lines.append("")
-    modes_section(steps, lines, targets, step_runs(runs, "step_floor"), step_runs(runs, "step_chain_floor"))
+    modes_section(steps, lines, targets, step_runs(runs, "step_floor"), step_runs(runs, "step_chain_floor"),
+                  step_runs(runs, "step_translated_floor"))
     graph_section(runs, lines, targets, steps, peer)
     if peer is not None:
         peer_step_table(steps, peer, peer_ctx, lines)
@@ -536,17 +555,20 @@ def step_section(doc, lines, targets, floor_notes, peer=None, peer_ctx=None):
 MODE_VARIANTS = ("cached", "cached_one_launch", "split", "split_one_launch", "tail", "tail_one_launch")
 
 
-def modes_section(steps, lines, targets, measured_floors=None, chain_floors=None):
+def modes_section(steps, lines, targets, measured_floors=None, chain_floors=None, translated_floors=None):
     """step_bench's SPEC §8 modes (issue 12) beside the seed's cached step: wall us, the byte
     floor at the run's copy bandwidth and as measured (a streaming kernel per build of the mode),
-    with chain_floors the same with every build's writes after its plan and table entries,
-    builds and launches per step."""
+    with chain_floors the same with every build's writes after its plan and table entries, with
+    translated_floors (cuda/step_translated_floor/...) those and each translated input word's
+    own table entry, builds and launches per step."""
     keys = [k for k in steps if any(v in steps[k] for v in MODE_VARIANTS[1:])]
     if not keys:
         return
     measured_floors = measured_floors or {}
     chain_floors = chain_floors or {}
+    translated_floors = translated_floors or {}
     chain_col = bool(chain_floors)
+    translated_col = bool(translated_floors)
 
     def wall_and_device(m):
         return (f"{fmt(m.get('wall_us'), 1)} ({fmt(m.get('device_us'), 1)})" if m.get("wall_us") is not None
@@ -560,10 +582,15 @@ def modes_section(steps, lines, targets, measured_floors=None, chain_floors=None
                  "where not measured); builds / launches per step"
                  + ("; chain floor = the measured floor with each build's writes after 2 dependent reads, its "
                     "row's plan entry then a table entry (cuda/step_chain_floor/...), as a planned build's "
-                    "translated columns wait" if chain_col else "") + "\n")
+                    "translated columns wait" if chain_col else "")
+                 + ("; translated floor = the chain floor with each 16-byte word of each build's translated inputs "
+                    "(its top-k) written only after a table entry its own value names "
+                    "(cuda/step_translated_floor/...)" if translated_col else "") + "\n")
     lines.append("| timing | model | case | mode | builds / launches | wall us | floor us | measured floor us | "
-                 + ("chain floor us | " if chain_col else "") + "floor MB | saved vs seed (wall) |")
-    lines.append("|---|---|---|---|---:|---:|---:|---:|" + ("---:|" if chain_col else "") + "---:|---:|")
+                 + ("chain floor us | " if chain_col else "") + ("translated floor us | " if translated_col else "")
+                 + "floor MB | saved vs seed (wall) |")
+    lines.append("|---|---|---|---|---:|---:|---:|---:|" + ("---:|" if chain_col else "")
+                 + ("---:|" if translated_col else "") + "---:|---:|")
     for key in sorted(keys, key=lambda k: (k[0], k[1], case_rank(k[2]))):
         seed_wall = steps[key].get("cached", {}).get("wall_us")
         for variant in MODE_VARIANTS:
@@ -572,14 +599,16 @@ def modes_section(steps, lines, targets, measured_floors=None, chain_floors=None
                 continue
             if "error" in r:
                 lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {variant} | ERROR: {r['error']} | | | |"
-                             + (" |" if chain_col else "") + " | |")
+                             + (" |" if chain_col else "") + (" |" if translated_col else "") + " | |")
                 continue
             m = measured_floors.get(key, {}).get(variant, {})
             chain = chain_floors.get(key, {}).get(variant, {})
+            translated = translated_floors.get(key, {}).get(variant, {})
             floor_mb = r.get("floor_bytes")
             lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {variant} | {fmt(r.get('builder_calls'), 0)} / "
                          f"{fmt(r.get('launches'), 0)} | {fmt(r.get('wall_us'), 1)} | {fmt(r.get('floor_us'), 1)} | "
                          f"{wall_and_device(m)} | " + (f"{wall_and_device(chain)} | " if chain_col else "")
+                         + (f"{wall_and_device(translated)} | " if translated_col else "")
                          + f"{fmt(floor_mb / 1e6 if floor_mb else None, 1)} | "
                          f"{fmt(saved_pct(seed_wall, r.get('wall_us')))} % |")
             # The seed's eager step is judged on issue 8's wall target (graph_section), the modes
@@ -598,6 +627,11 @@ def modes_section(steps, lines, targets, measured_floors=None, chain_floors=None
                 targets.append((f"{key[1]} prefill 8K step, {variant}: its 2-read chain floor (streamed as launched, "
                                 "each build's writes after its plan and table entries), wall: a step launched so "
                                 "can meet the target only if this does", key[0], chain.get("wall_us"), target))
+            if target and translated.get("wall_us") is not None:
+                targets.append((f"{key[1]} prefill 8K step, {variant}: its translated floor (the chain floor with "
+                                "each build's translated inputs written after a table entry each), wall: a step "
+                                "launched so can meet the target only if this does", key[0],
+                                translated.get("wall_us"), target))
     lines.append("")
 
 

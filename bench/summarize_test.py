@@ -152,11 +152,35 @@ class ChainFloors(unittest.TestCase):
                 "cuda/chain_floor/2/flash/C4A/prefill8K_ctx120K": {"device_us": 12.1},
                 "cuda/chain_floor/2/flash/C4A/prefill1K": {"device_us": 5.0}}
         rows = {r["key"]: r for r in summarize.chain_floor_rows(runs)}
-        self.assertEqual(rows["flash/C4A/prefill8K_ctx120K"]["target_vs_floors"], "above both floors")
+        self.assertEqual(rows["flash/C4A/prefill8K_ctx120K"]["target_vs_floors"], "above every floor")
         self.assertEqual(rows["flash/C4A/prefill1K"]["target_vs_floors"], "")
         lines = summarize.chain_floor_lines(list(rows.values()))
         self.assertEqual(sum(line.startswith("| flash | C4A |") for line in lines), 2)
         self.assertEqual(summarize.chain_floor_lines([]), [])
+
+    def test_the_translated_floor_is_the_third_and_names_its_verdict(self):
+        runs = {"cuda/chain_floor/1/flash/C4A/prefill8K": {"device_us": 11.1},
+                "cuda/chain_floor/2/flash/C4A/prefill8K": {"device_us": 11.3},
+                "cuda/translated_floor/flash/C4A/prefill8K": {"device_us": 11.7},
+                "cuda/chain_floor/1/flash/C4A/prefill8K_ctx120K": {"device_us": 11.5},
+                "cuda/chain_floor/2/flash/C4A/prefill8K_ctx120K": {"device_us": 11.6},
+                "cuda/translated_floor/flash/C4A/prefill8K_ctx120K": {"device_us": 12.0},
+                "cuda/translated_floor/flash/C128A/prefill8K": {"error": "x"},
+                "cpu/translated_floor/flash/C4A/prefill1K": {"device_us": 1.0}}
+        rows = {r["key"]: r for r in summarize.chain_floor_rows(runs)}
+        self.assertEqual(set(rows), {"flash/C4A/prefill8K", "flash/C4A/prefill8K_ctx120K"})
+        self.assertEqual(rows["flash/C4A/prefill8K"]["hops_us"], {1: 11.1, 2: 11.3, 3: 11.7})
+        self.assertEqual(rows["flash/C4A/prefill8K"]["target_vs_floors"], "below the translated floor")  # 11.6
+        self.assertEqual(rows["flash/C4A/prefill8K_ctx120K"]["target_vs_floors"], "above every floor")  # 12.3
+        lines = summarize.chain_floor_lines(list(rows.values()))
+        header = next(line for line in lines if line.startswith("| model |"))
+        self.assertIn("| translated floor us |", header)
+        row = next(line for line in lines if line.startswith("| flash | C4A | prefill8K |"))
+        self.assertIn("| 11.30 | 11.70 |", row)
+
+    def test_without_translated_floors_the_table_has_no_such_column(self):
+        lines = summarize.chain_floor_lines(summarize.chain_floor_rows(self.RUNS))
+        self.assertFalse(any("translated floor" in line for line in lines))
 
 
 class StepChainFloors(unittest.TestCase):
@@ -184,6 +208,24 @@ class StepChainFloors(unittest.TestCase):
         self.assertIn("chain floor us", header)
         cached_row = next(line for line in lines if "| cached |" in line)
         self.assertIn("231.0 (224.0)", cached_row)
+
+    def test_the_translated_floor_column_and_what_each_step_target_needs(self):
+        lines, targets = [], []
+        translated = {self.KEY: {"cached": {"wall_us": 236.0, "device_us": 229.0},
+                                 "tail": {"wall_us": 196.0, "device_us": 189.0}}}
+        summarize.modes_section(self.STEPS, lines, targets, self.FLOORS, self.CHAINS, translated)
+        got = {what: (value, target) for what, _, value, target in targets}
+        floor = ("translated floor (the chain floor with each build's translated inputs written after a table "
+                 "entry each), wall: a step launched so can meet the target only if this does")
+        self.assertEqual(got[f"flash prefill 8K step, cached: its {floor}"], (236.0, 230.0))
+        self.assertEqual(got[f"flash prefill 8K step, tail: its {floor}"], (196.0, 240.0))
+        self.assertNotIn(f"flash prefill 8K step, split: its {floor}", got)  # not measured
+        header = next(line for line in lines if line.startswith("| timing |"))
+        self.assertIn("| chain floor us | translated floor us |", header)
+        cached_row = next(line for line in lines if "| cached |" in line)
+        self.assertIn("231.0 (224.0) | 236.0 (229.0) |", cached_row)
+        split_row = next(line for line in lines if "| split |" in line)
+        self.assertIn("| – |", split_row)
 
     def test_without_chain_floors_the_table_is_as_before(self):
         lines, targets = [], []

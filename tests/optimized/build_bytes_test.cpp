@@ -1,6 +1,6 @@
 // bench/build_bytes: the bytes of a build's parts (SPEC §8 window and compressed columns) add
 // up to the whole build's, each part reading the metadata once, and the window part of the
-// tiny batch counted by hand.
+// tiny batch counted by hand; the translated inputs (the translated floor's) by hand too.
 #include <gtest/gtest.h>
 
 #include "bench/build_bytes.h"
@@ -29,7 +29,26 @@ TEST(BuildBytes, WindowAndCompressedPartsAddUpToTheWholeBuild) {
       EXPECT_GE(window.block_tables + compressed.block_tables, whole.block_tables) << at;
     }
     EXPECT_EQ(build_bytes(in, BuildColumns::kWhole).total(), whole.total()) << at;
+    // Only the compressed columns translate inputs: the top-k, and the local form's decode inputs.
+    EXPECT_EQ(window.translated_inputs, 0) << at;
+    EXPECT_EQ(compressed.translated_inputs, whole.translated_inputs) << at;
+    const int64_t local_decode = in.decode_local ? int64_t{in.decode_compressed.rows()} * in.decode_compressed.cols() * 4 : 0;
+    EXPECT_EQ(whole.translated_inputs, whole.prefill_topk + local_decode) << at;
+    EXPECT_LE(whole.translated_inputs, whole.decode_inputs + whole.prefill_topk) << at;
   }
+}
+
+// Translated inputs of the tiny batches (D = 1, Kd = 2, top-k 2, prefill positions 8 and 9). C4A:
+// the local-form decode row's 2 x 4 bytes and the prefill rows' topk_len = min(9 / 4, 2) = 2 and
+// min(10 / 4, 2) = 2 indices: 8 + 16. C128A: the global decode row is copied, and (p + 1) / 128 =
+// 0 prefill indices are read: nothing. SWA-only: nothing.
+TEST(BuildBytes, TheTinyBatchesTranslatedInputsByHand) {
+  EXPECT_EQ(build_bytes(harness::tiny_c4a()).translated_inputs, 24);
+  EXPECT_EQ(build_bytes(harness::tiny_c4a()).prefill_topk, 16);
+  EXPECT_EQ(build_bytes(harness::tiny_c128a()).translated_inputs, 0);
+  EXPECT_EQ(build_bytes(harness::tiny_c128a()).decode_inputs, 16 + 8 + 4);  // SWA row, global row, lens
+  EXPECT_EQ(build_bytes(harness::tiny_swa_only()).translated_inputs, 0);
+  EXPECT_EQ(build_bytes(harness::tiny_c4a(), BuildColumns::kWindow).translated_inputs, 0);
 }
 
 // The tiny batch's SWA-only layer: T = 3, W = 4, D = 1, R = 2. Window part: 3 x 4 x 4 = 48 output
