@@ -79,6 +79,9 @@ TEST_P(StepFloorPlanTest, EachModeMakesItsBuildsWhereItsBuildsReadAndWrite) {
         const StreamedBuild& s = streamed_plan[i];
         streamed += s.own_read_bytes + s.shared_read_bytes + s.write_bytes;
         EXPECT_EQ(plan[i].rows, rows) << at;
+        // The translated floor's words: the build's translated inputs, all among its own.
+        EXPECT_EQ(s.translated_read_bytes, plan[i].bytes.translated_inputs) << at << ": build " << i;
+        EXPECT_LE(s.translated_read_bytes, s.own_read_bytes) << at << ": build " << i;
         const int64_t output_words = (s.write_bytes + 15) / 16;
         EXPECT_EQ(s.row_words, std::max<int64_t>(1, output_words / rows))  // at least a word (lengths only: less)
             << at << ": build " << i << ", " << output_words << " words in all";
