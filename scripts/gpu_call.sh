@@ -8,6 +8,8 @@
 #   sanitizers  scripts/gpu_check.sh's sanitizer phase, the 200-replay step-graph tests included
 #   tests       scripts/gpu_check.sh's tests phase: GPU tests, dsv4 verify (VERIFY_STEPS, default
 #               10000) in every SPEC §8 mode on both backends, the shipped captures
+#   trial       scripts/gpu_trial.sh OUTDIR/trial "$TRIAL_FILTER" $TRIAL_VARIANTS (both must be set;
+#               ROUNDS default 4), leaving OUTDIR/trial/compare.txt and logs.tar.gz
 #   none        nothing (a card not worth the call: it ends at once)
 # OUTDIR/gpu.txt names the card; the scripts' files land under OUTDIR (at most 8 come back from
 # a device call: bench.tgz and bench.log, chk/summary.txt and chk/logs.tar.gz, gpu.txt; each
@@ -22,7 +24,12 @@ cd "$(dirname "$0")/.." || exit
 for t in "$task" "${3:-$task}"; do
   case $t in
     bench|sanitizers|tests|none) ;;
-    *) echo "gpu_call.sh: unknown task $t (bench, sanitizers, tests, none)" >&2; exit 2 ;;
+    trial)
+      if [ -z "${TRIAL_FILTER:-}" ] || [ -z "${TRIAL_VARIANTS:-}" ]; then
+        echo "gpu_call.sh: trial needs TRIAL_FILTER and TRIAL_VARIANTS (e.g. 'base knob:-DDSV4_KNOB=1')" >&2
+        exit 2
+      fi ;;
+    *) echo "gpu_call.sh: unknown task $t (bench, sanitizers, tests, trial, none)" >&2; exit 2 ;;
   esac
 done
 { nvidia-smi --query-gpu=name,driver_version,uuid,clocks.max.sm --format=csv; } > "$out/gpu.txt" 2>&1
@@ -43,6 +50,9 @@ case $task in
   tests)
     ARCHIVE=1 PHASES=tests STAGE_TIMEOUT=${STAGE_TIMEOUT:-500} \
       scripts/gpu_check.sh "$out/chk" "${VERIFY_STEPS:-10000}" || status=$? ;;
+  trial)
+    # shellcheck disable=SC2086  # TRIAL_VARIANTS: one word a variant
+    ARCHIVE=1 ROUNDS=${ROUNDS:-4} scripts/gpu_trial.sh "$out/trial" "$TRIAL_FILTER" $TRIAL_VARIANTS || status=$? ;;
   none) ;;
 esac
 echo "gpu_call.sh: $task took $((SECONDS - start)) s, exit status $status"
