@@ -81,10 +81,8 @@ __device__ __forceinline__ int32_t group_sum(int32_t value) {
 // and R are read first (resolve_run_time_sizes), rows [T, T_cap) are padding and rows whose
 // metadata breaks the checks are written -1 (plan_row<true>).
 // `cta`: the CTA's index among the build's CTAs (blockIdx.x for a launch of one build).
-// kStagedTable (trial DSV4_STAGED_TABLE): only where every row of a full CTA is a fast-path
-// prefill row (prefill_rows_kernel's whole rows), as its rows meet at a barrier.
 template <int kGroupThreads, int kChunks, bool kPowerOfTwo, bool kVec4, RowKinds kRows, bool kChecked, bool kParts,
-          bool kGatherLookups = false, bool kStagedTable = false>
+          bool kGatherLookups = false>
 __device__ __forceinline__ void build_cta_rows(const MixedSparseIndicesArgs& args, uint32_t cta) {
   constexpr int32_t kRowsPerCta = kCta / kGroupThreads;
   const int32_t rank = static_cast<int32_t>(threadIdx.x) % kGroupThreads;
@@ -93,7 +91,7 @@ __device__ __forceinline__ void build_cta_rows(const MixedSparseIndicesArgs& arg
   int32_t errors = 0;
   RowShare share{};
   if (active) {
-    share = build_row_share<kPowerOfTwo, kVec4, kChunks, kRows, kChecked, kParts, kGatherLookups, kStagedTable>(
+    share = build_row_share<kPowerOfTwo, kVec4, kChunks, kRows, kChecked, kParts, kGatherLookups>(
         args, static_cast<int32_t>(t), rank, kGroupThreads, &errors);
   } else if (kChecked && t < args.num_rows) {
     write_padding_row<kVec4, kParts>(args, static_cast<int32_t>(t), rank, kGroupThreads);
@@ -164,13 +162,8 @@ __global__ void __launch_bounds__(kCta, Policy::min_ctas_per_sm(Policy::kDefault
     prefill_rows_kernel(const PrefillRowsArgs args) {
   static_assert(!(kGatherLookups && kParts), "the gathered-lookups form builds whole rows");
   begin_after_prior_grid();
-#if defined(DSV4_STAGED_TABLE)
-  constexpr bool kStagedTable = !kParts && !kGatherLookups;
-#else
-  constexpr bool kStagedTable = false;
-#endif
-  build_cta_rows<kGroupThreads, Policy::kDefaultChunks, true, true, RowKinds::kPrefill, false, kParts, kGatherLookups,
-                 kStagedTable>(args.expand(), cta_of_block(blockIdx.x, gridDim.x, 0));  // no decode CTAs: from the last
+  build_cta_rows<kGroupThreads, Policy::kDefaultChunks, true, true, RowKinds::kPrefill, false, kParts, kGatherLookups>(
+      args.expand(), cta_of_block(blockIdx.x, gridDim.x, 0));  // no decode CTAs: from the last
 }
 
 // SPEC §8 one launch: several builds of one step, build b in its own range of CTAs (rows to

@@ -344,27 +344,9 @@ DSV4_HD DSV4_INLINE void write_padding_row(const MixedSparseIndicesArgs& a, int3
 // Compressed columns W + j0 .. W + j0 + 3 of a prefill row on the fast path (power-of-two
 // blocks, 16-byte chunks), their inputs in v: -1 past the row's values (compressed_count),
 // translated, stored at compressed_out + j0.
-#if defined(DSV4_STAGED_TABLE)
-// Trial DSV4_STAGED_TABLE=N (N entries; CUDA only, stage_compressed_table): the row's table entries
-// below `blocks` are in the CTA's shared-memory copy (0: none staged for this row).
-struct StagedRow {
-  uint32_t blocks;
-};
-#if defined(__CUDA_ARCH__)
-__shared__ int32_t staged_table_entries[DSV4_STAGED_TABLE];
-__shared__ int32_t staged_table_request;
-#endif
-#define DSV4_STAGED_PARAM , const StagedRow &staged
-template <bool kStaged = false>
-#else
-#define DSV4_STAGED_PARAM
-#endif
 DSV4_HD DSV4_INLINE void finish_prefill_compressed_chunk(const MixedSparseIndicesArgs& a, const RowPlan& p,
                                                          int32_t j0, int32_t (&v)[4], int32_t* compressed_out,
-                                                         int32_t* errors DSV4_STAGED_PARAM) {
-#if defined(DSV4_STAGED_TABLE) && !defined(__CUDA_ARCH__)
-  (void)staged;  // staged only on the device
-#endif
+                                                         int32_t* errors) {
   const int32_t count = p.compressed_count;
   if (j0 >= count) {  // past the row's values (prefill tokens early in a request)
     DSV4_UNROLL
@@ -376,23 +358,6 @@ DSV4_HD DSV4_INLINE void finish_prefill_compressed_chunk(const MixedSparseIndice
     DSV4_UNROLL
     for (int e = 0; e < 4; ++e) v[e] = j0 + e < count ? v[e] : -1;
   }
-#if defined(DSV4_STAGED_TABLE) && defined(__CUDA_ARCH__)
-  if (kStaged) {  // a C4A row: all four picks staged (the rest, rare, as before)
-    uint32_t b[4];
-    DSV4_UNROLL
-    for (int e = 0; e < 4; ++e) b[e] = static_cast<uint32_t>(v[e]) >> a.compressed.log2_block_size;
-    const uint32_t most = b[0] > b[1] ? b[0] : b[1];
-    const uint32_t most2 = b[2] > b[3] ? b[2] : b[3];
-    if ((most > most2 ? most : most2) < staged.blocks) {  // none negative: -1 has the largest block
-      uint32_t physical[4];
-      DSV4_UNROLL
-      for (int e = 0; e < 4; ++e) physical[e] = static_cast<uint32_t>(staged_table_entries[b[e]]);
-      a.compressed.apply_blocks<4>(v, physical, errors);
-      store_chunk<4>(compressed_out + j0, v);
-      return;
-    }
-  }
-#endif
   // Consecutive indices in one block (C128A's positions; a C4A indexer's picks rarely
   // are, and skip the test): one table read for the chunk.
   const uint32_t u0 = static_cast<uint32_t>(v[0]);
@@ -405,54 +370,6 @@ DSV4_HD DSV4_INLINE void finish_prefill_compressed_chunk(const MixedSparseIndice
   }
   store_chunk<4>(compressed_out + j0, v);
 }
-
-#if defined(DSV4_STAGED_TABLE) && defined(__CUDA_ARCH__)
-// Trial (DSV4_STAGED_TABLE=N): a C4A prefill CTA copies the compressed block-table entries its
-// rows' picks can reach into shared memory, so that a chunk's four lookups are shared-memory
-// reads, not L1 reads that after long context touch up to 16 cache lines a warp instruction (a
-// 512-block row is 2 KB: ~14 wavefronts where shared memory takes ~3.5 bank-conflict ways).
-// Every thread of the CTA calls it once, after its row's first loads are issued. The CTA's rows
-// are first .. first + rows - 1 (t less its group's index). Only a CTA whose rows are all rows
-// of the step (a full CTA: the barrier is met by every thread) and of one request (its first
-// and last rows' agree: a request's rows are consecutive) stages: the blocks below
-// ceil(((pos + 1) / 4) / B) for its last row's position (every valid pick's), at most N; other
-// picks read the table as before. The same entries, so the same values and error counts.
-DSV4_INLINE __device__ StagedRow stage_compressed_table(const MixedSparseIndicesArgs& a, int32_t t, int32_t group_threads,
-                                                       int32_t request) {
-  const int32_t rows = static_cast<int32_t>(blockDim.x) / group_threads;
-  const int32_t first = t - static_cast<int32_t>(threadIdx.x) / group_threads;
-  const int32_t last = first + rows - 1;
-  if (a.ratio != 4 || a.prefill_width == 0 || last >= a.num_tokens) return StagedRow{0};  // the CTA's choice
-  int32_t first_request, last_request, last_position = -1;
-  if (a.token_plan_in != nullptr) {
-    const TokenPlanEntry e0 = load_plan_entry(a.token_plan_in + first);
-    const TokenPlanEntry e1 = load_plan_entry(a.token_plan_in + last);
-    first_request = e0.request;
-    last_request = e1.request;
-    last_position = e1.position;
-  } else {
-    first_request = load_input(a.token_to_req + first);
-    last_request = load_input(a.token_to_req + last);
-    if (static_cast<uint32_t>(last_request) < static_cast<uint32_t>(a.num_requests)) {
-      last_position = load_input(a.seq_lens + last_request) - 1;  // the request's last position
-    }
-  }
-  uint32_t blocks = 0;
-  if (first_request == last_request && static_cast<uint32_t>(first_request) < static_cast<uint32_t>(a.num_requests) &&
-      last_position >= 0) {
-    const uint32_t visible = (static_cast<uint32_t>(last_position) + 1u) >> 2;  // (pos + 1) / 4 compressed tokens
-    const uint32_t reach = (visible >> a.compressed.log2_block_size) +
-                           ((visible & ((1u << a.compressed.log2_block_size) - 1u)) != 0 ? 1u : 0u);
-    blocks = reach < a.compressed.index_block_bound ? reach : a.compressed.index_block_bound;
-    if (blocks > static_cast<uint32_t>(DSV4_STAGED_TABLE)) blocks = DSV4_STAGED_TABLE;
-    const int32_t* row_table = a.compressed.row(first_request);
-    for (uint32_t i = threadIdx.x; i < blocks; i += blockDim.x) staged_table_entries[i] = load_input(row_table + i);
-  }
-  if (threadIdx.x == 0) staged_table_request = blocks != 0 ? first_request : -1;
-  __syncthreads();
-  return StagedRow{staged_table_request == request && request >= 0 ? blocks : 0u};
-}
-#endif
 
 // The gathered-lookups kernel's compressed chunks (build_prefill_row_share<..., kGatherLookups>):
 // a chunk's lookup in two halves, so that a pass issues every chunk's table reads before it
@@ -538,8 +455,7 @@ DSV4_HD DSV4_INLINE bool fast_prefill_part(const MixedSparseIndicesArgs& a) {
 // first pass's before the plan), then window chunks the same way (before the passes where
 // builds_window_first says so). A part without compressed columns reads no top-k input.
 // kGatherLookups: a pass's compressed chunks gathered (GatheredChunk), the same values.
-// kStagedTable (trial DSV4_STAGED_TABLE, CUDA only): stage_compressed_table after the first loads.
-template <int kChunks, bool kParts = false, bool kChecked = false, bool kGatherLookups = false, bool kStagedTable = false>
+template <int kChunks, bool kParts = false, bool kChecked = false, bool kGatherLookups = false>
 DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArgs& a, int32_t t, int32_t rank,
                                                      int32_t group_threads, int32_t* errors) {
   using Columns = RowColumns<kParts>;
@@ -567,12 +483,6 @@ DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArg
   int32_t va[kChunks][4] = {};
   int32_t vb[kChunks][4] = {};
   load_pass(rank, min_i32(share.start.compressed_width, 4 * compressed_chunks), va);
-#if defined(DSV4_STAGED_TABLE)
-  StagedRow staged{0};
-#if defined(__CUDA_ARCH__)
-  if constexpr (kStagedTable) staged = stage_compressed_table(a, t, group_threads, share.start.request);
-#endif
-#endif
   share.plan = plan_row<kChecked>(a, share.start);
   // Unchecked: unreachable after validation, memory-safe all the same. Checked: a row whose
   // metadata breaks the checks.
@@ -604,11 +514,7 @@ DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArg
       DSV4_UNROLL
       for (int b = 0; b < kChunks; ++b) {
         const int32_t i = first + b * group_threads;
-#if defined(DSV4_STAGED_TABLE)
-        if (i < compressed_chunks) finish_prefill_compressed_chunk<kStagedTable>(a, p, 4 * i, v[b], compressed_out, errors, staged);
-#else
         if (i < compressed_chunks) finish_prefill_compressed_chunk(a, p, 4 * i, v[b], compressed_out, errors);
-#endif
       }
     }
   };
@@ -621,15 +527,14 @@ DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArg
 }
 
 template <bool kPowerOfTwo, bool kVec4, int kChunks, RowKinds kRows = RowKinds::kBoth, bool kChecked = false,
-          bool kParts = true, bool kGatherLookups = false, bool kStagedTable = false>
+          bool kParts = true, bool kGatherLookups = false>
 DSV4_HD DSV4_INLINE RowShare build_row_share(const MixedSparseIndicesArgs& a, int32_t t, int32_t rank,
                                              int32_t group_threads, int32_t* errors) {
   // (checked builds too: their prefill rows, in step graphs, took 3-6 % longer on the general
   // path; bench/results/2026-12-03-h200-batched-lookups-trial/)
   if constexpr (kPowerOfTwo && kVec4 && kRows != RowKinds::kDecode) {
     if (!is_decode_row<kRows>(a, t) && (!kParts || fast_prefill_part(a))) {
-      return build_prefill_row_share<kChunks, kParts, kChecked, kGatherLookups, kStagedTable>(a, t, rank, group_threads,
-                                                                                             errors);
+      return build_prefill_row_share<kChunks, kParts, kChecked, kGatherLookups>(a, t, rank, group_threads, errors);
     }
   }
   constexpr int32_t kLanes = kVec4 ? 4 : 1;
