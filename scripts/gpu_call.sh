@@ -11,7 +11,7 @@
 #   trial       scripts/gpu_trial.sh OUTDIR/trial "$TRIAL_FILTER" $TRIAL_VARIANTS (both must be set;
 #               ROUNDS default 4), leaving OUTDIR/trial/compare.txt and logs.tar.gz
 #   none        nothing (a card not worth the call: it ends at once)
-# OUTDIR/gpu.txt names the card; the scripts' files land under OUTDIR (at most 8 come back from
+# OUTDIR/gpu.txt names the card and the tree; the scripts' files land under OUTDIR (at most 8 come back from
 # a device call: bench.tgz and bench.log, chk/summary.txt and chk/logs.tar.gz, gpu.txt; each
 # script records the commit itself). DEPS as for those
 # scripts (pass DEPS=$PWD/.deps on the device; scripts/device_carry.sh makes it).
@@ -32,7 +32,14 @@ for t in "$task" "${3:-$task}"; do
     *) echo "gpu_call.sh: unknown task $t (bench, sanitizers, tests, trial, none)" >&2; exit 2 ;;
   esac
 done
-{ nvidia-smi --query-gpu=name,driver_version,uuid,clocks.max.sm --format=csv; } > "$out/gpu.txt" 2>&1
+# The working tree's git tree hash (tracked and untracked files, ignored ones left out): equal to
+# `git rev-parse COMMIT^{tree}` for the commit whose files ran, whatever HEAD the device copy's
+# git metadata names (a device call once recorded an older HEAD than the files it ran).
+index=$(mktemp -u)
+tree=$(GIT_INDEX_FILE=$index git add -A . 2>/dev/null && GIT_INDEX_FILE=$index git write-tree 2>/dev/null)
+rm -f "$index"
+{ nvidia-smi --query-gpu=name,driver_version,uuid,clocks.max.sm --format=csv
+  echo "head $(git rev-parse --short=12 HEAD 2>/dev/null), tree ${tree:-unknown}"; } > "$out/gpu.txt" 2>&1
 cat "$out/gpu.txt"
 grep -q H200 "$out/gpu.txt" || task=${3:-$task}
 echo "gpu_call.sh: $task"
