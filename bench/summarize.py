@@ -69,6 +69,18 @@ def load(path):
         return None
 
 
+def unreadable(path):
+    """Why load(path) returned None: an empty file is a stage that ran no benchmark (a filter that
+    matched nothing: Google Benchmark's names end in /iterations:N/..., so a "$" after the
+    variant matches none), anything else most likely a run killed while writing."""
+    try:
+        empty = os.path.getsize(path) == 0
+    except OSError:
+        empty = False
+    return ("empty (no benchmark ran: a --benchmark_filter that matched nothing?)" if empty
+            else "unreadable (truncated by a killed run?)")
+
+
 def base_name(name):
     """Drops Google Benchmark's suffixes: cpu/x/y/iterations:3/manual_time -> cpu/x/y."""
     return "/".join(p for p in name.split("/")
@@ -209,7 +221,7 @@ def load_peer(path, errors):
         return None, None
     doc = load(path)
     if doc is None:
-        errors.append((os.path.basename(path), "unreadable (truncated by a killed run?)"))
+        errors.append((os.path.basename(path), unreadable(path)))
         return None, None
     results = {r["key"]: r for r in doc.get("results", [])}
     for key, r in results.items():
@@ -902,7 +914,7 @@ def main():
             loaded += 1
             doc = load(path)
             if doc is None:
-                errors.append((fname, "unreadable (truncated by a killed run?)"))
+                errors.append((fname, unreadable(path)))
             else:
                 errors += section(doc, lines, targets, floor_notes, *peers[fname])
     def optional_run(fname):

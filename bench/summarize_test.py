@@ -2,6 +2,7 @@
 import json
 import os
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -119,6 +120,18 @@ class SameLoopTable(unittest.TestCase):
         finally:
             os.remove(path)
         self.assertEqual(errors, [("ours in the peer's loop flash/C4A/prefill8K", "row 0 column 1: got 2, want 3")])
+
+
+class Unreadable(unittest.TestCase):
+    def test_an_empty_file_is_a_stage_that_ran_nothing_and_a_cut_one_a_killed_run(self):
+        with tempfile.TemporaryDirectory() as d:
+            empty, cut = os.path.join(d, "step_bench.json"), os.path.join(d, "kernel_bench.json")
+            open(empty, "w").close()
+            with open(cut, "w") as f:
+                f.write('{"context": {')
+            self.assertIsNone(summarize.load(empty))
+            self.assertIn("matched nothing", summarize.unreadable(empty))
+            self.assertIn("killed run", summarize.unreadable(cut))
 
 
 class ChainFloors(unittest.TestCase):
