@@ -174,16 +174,14 @@ const void* streaming_kernel_of(int words, int hops) {
 }
 
 // One streaming launch of `shape` (one of StreamingBytes::kShapes), `hops` 0 to kMaxHops; reads
-// from src (the first `translated` words translated, kTranslated) then shared, writes to dst (also
-// the never-written sink), plan and table for the chains.
+// from src (the first `translated` words translated, kTranslated: both callers check it is within
+// the bytes read, in their bytes) then shared, writes to dst (also the never-written sink), plan
+// and table for the chains.
 void launch_streaming(void* stream, StreamingShape shape, int hops, const int4* src, int64_t reads,
                       int64_t translated, const int4* shared, int64_t shared_reads, int4* dst, int64_t writes,
                       const void* plan, int64_t row_words, const void* table, int4* sink, bool programmatic_launch) {
   if (hops < 0 || hops > StreamingBytes::kMaxHops) {
     throw std::invalid_argument("streaming kernels: hops must be 0, 1, 2 or 3 (translated)");
-  }
-  if (translated < 0 || translated > reads) {
-    throw std::invalid_argument("streaming kernels: translated words outside the words read from src");
   }
   const void* kernel = shape.threads == kStreamingThreads ? streaming_kernel_of<kStreamingThreads>(shape.words, hops)
                        : shape.threads == 32              ? streaming_kernel_of<32>(shape.words, hops)

@@ -11,10 +11,10 @@
 #   trial       scripts/gpu_trial.sh OUTDIR/trial "$TRIAL_FILTER" $TRIAL_VARIANTS (both must be set;
 #               ROUNDS default 4), leaving OUTDIR/trial/compare.txt and logs.tar.gz
 #   none        nothing (a card not worth the call: it ends at once)
-# OUTDIR/gpu.txt names the card and the tree; the scripts' files land under OUTDIR (at most 8 come back from
-# a device call: bench.tgz and bench.log, chk/summary.txt and chk/logs.tar.gz, gpu.txt; each
-# script records the commit itself). DEPS as for those
-# scripts (pass DEPS=$PWD/.deps on the device; scripts/device_carry.sh makes it).
+# OUTDIR/gpu.txt names the card and the tree; the scripts' files land under OUTDIR (at most 8
+# come back from a device call: bench.tgz and bench.log, chk/summary.txt and chk/logs.tar.gz,
+# gpu.txt; each script records the commit itself). DEPS as for those scripts (pass
+# DEPS=$PWD/.deps on the device; scripts/device_carry.sh makes it).
 set -uo pipefail
 out=${1:?usage: gpu_call.sh OUTDIR TASK [FALLBACK]}
 task=${2:?usage: gpu_call.sh OUTDIR TASK [FALLBACK]}
