@@ -559,60 +559,52 @@ TEST(PrefillRowsArgs, CarryEveryPrefillOnlyBuildOnTheFastPath) {
   EXPECT_GE(taken, 500) << "too few builds on the prefill fast path to say anything";
 }
 
-// The gathered-lookups form (prefill_rows_kernel<G, false, true>) builds every whole prefill-only
-// build on the fast path exactly, whatever its kind: random builds (C4A's scattered picks, rows
-// that end mid-chunk, table entries past the safe range) in groups of 1, 8, 32 and 256, without
-// a token plan, writing one and reading it.
-TEST(GatheredLookups, MatchTheReferenceOnEveryWholePrefillOnlyBuild) {
+// 600 random prefill-only builds from first_seed on `path` (whole rows without a token plan,
+// writing one and reading it; every SPEC §8 part) in groups of 1, 8, 32 and 256, each checked
+// against the reference; returns how many the path took (a path may leave parts or kinds to
+// other kernels).
+int32_t prefill_only_builds_on_path(Path path, uint64_t first_seed) {
   harness::BuildLimits prefills;
   prefills.max_decode_query = 0;
   int32_t taken = 0;
-  for (uint64_t seed = 0; seed < 600; ++seed) {
-    const ref::BuilderInputs in = harness::draw(harness::gen_builder_inputs(prefills), 57000 + seed);
-    const harness::RequestLayout staging = harness::draw(harness::gen_request_layout(), 57000 + seed);
+  for (uint64_t seed = first_seed; seed < first_seed + 600; ++seed) {
+    const ref::BuilderInputs in = harness::draw(harness::gen_builder_inputs(prefills), seed);
+    const harness::RequestLayout staging = harness::draw(harness::gen_request_layout(), seed);
     std::vector<TokenPlanEntry> plan(in.token_to_req.size() + 1, TokenPlanEntry{-7, -7});
     for (int32_t group : {1, 8, 32, 256}) {
       for (PlanMode mode : {PlanMode::kNone, PlanMode::kWrite, PlanMode::kRead}) {
-        const ::testing::AssertionResult result =
-            groups_match_reference(in, group, 2, Path::kGatheredLookups, staging, mode, plan.data());
-        ASSERT_TRUE(result) << "seed " << 57000 + seed << " group " << group << " plan mode "
-                            << static_cast<int>(mode) << ": " << harness::describe(in);
+        const ::testing::AssertionResult result = groups_match_reference(in, group, 2, path, staging, mode, plan.data());
+        EXPECT_TRUE(result) << "seed " << seed << " group " << group << " plan mode " << static_cast<int>(mode) << ": "
+                            << harness::describe(in);
+        if (!result) return taken;
+        if (std::string(result.message()) != "path not taken") ++taken;
+      }
+      for (RowPart part : {RowPart::kWindow, RowPart::kCompressed, RowPart::kTail}) {
+        const ::testing::AssertionResult result = part_matches_reference(in, part, group, 2, path, staging);
+        EXPECT_TRUE(result) << "seed " << seed << " part " << row_part_name(part) << " group " << group << ": "
+                            << harness::describe(in);
+        if (!result) return taken;
         if (std::string(result.message()) != "path not taken") ++taken;
       }
     }
   }
-  EXPECT_GE(taken, 500) << "too few builds on the prefill fast path to say anything";
+  return taken;
+}
+
+// The gathered-lookups form (prefill_rows_kernel<G, false, true>) builds every whole prefill-only
+// build on the fast path exactly, whatever its kind: C4A's scattered picks, rows that end
+// mid-chunk, table entries past the safe range (SPEC §8 parts are not its: not taken).
+TEST(GatheredLookups, MatchTheReferenceOnEveryWholePrefillOnlyBuild) {
+  EXPECT_GE(prefill_only_builds_on_path(Path::kGatheredLookups, 57000), 500)
+      << "too few builds on the prefill fast path to say anything";
 }
 
 // The indexer-picks form (prefill_rows_kernel<G, kParts, false, true>, C4A's prefill-only builds)
 // builds every prefill-only build on the fast path exactly, whatever its kind (C128A's runs of
-// consecutive positions translated one by one), whole and in every SPEC §8 part: random builds in
-// groups of 1, 8, 32 and 256, without a token plan, writing one and reading it.
+// consecutive positions translated one by one), whole and in every SPEC §8 part.
 TEST(IndexerPicks, MatchTheReferenceOnEveryPrefillOnlyBuild) {
-  harness::BuildLimits prefills;
-  prefills.max_decode_query = 0;
-  int32_t taken = 0;
-  for (uint64_t seed = 0; seed < 600; ++seed) {
-    const ref::BuilderInputs in = harness::draw(harness::gen_builder_inputs(prefills), 58000 + seed);
-    const harness::RequestLayout staging = harness::draw(harness::gen_request_layout(), 58000 + seed);
-    std::vector<TokenPlanEntry> plan(in.token_to_req.size() + 1, TokenPlanEntry{-7, -7});
-    for (int32_t group : {1, 8, 32, 256}) {
-      for (PlanMode mode : {PlanMode::kNone, PlanMode::kWrite, PlanMode::kRead}) {
-        const ::testing::AssertionResult result =
-            groups_match_reference(in, group, 2, Path::kIndexerPicks, staging, mode, plan.data());
-        ASSERT_TRUE(result) << "seed " << 58000 + seed << " group " << group << " plan mode "
-                            << static_cast<int>(mode) << ": " << harness::describe(in);
-        if (std::string(result.message()) != "path not taken") ++taken;
-      }
-      for (RowPart part : {RowPart::kWindow, RowPart::kCompressed, RowPart::kTail}) {
-        const ::testing::AssertionResult result = part_matches_reference(in, part, group, 2, Path::kIndexerPicks, staging);
-        ASSERT_TRUE(result) << "seed " << 58000 + seed << " part " << row_part_name(part) << " group " << group
-                            << ": " << harness::describe(in);
-        if (std::string(result.message()) != "path not taken") ++taken;
-      }
-    }
-  }
-  EXPECT_GE(taken, 800) << "too few builds on the prefill fast path to say anything";
+  EXPECT_GE(prefill_only_builds_on_path(Path::kIndexerPicks, 58000), 800)
+      << "too few builds on the prefill fast path to say anything";
 }
 
 // The builds that take it: whole rows of C128A (any kind but C4A) in groups wider than 8 threads,
