@@ -20,11 +20,17 @@ namespace dsv4::kernels {
 namespace {
 
 using Policy = MixedSparseIndicesPolicy;
-// Trial knob: DSV4_PICKS_KERNEL=N (N >= 1) builds C4A's unchecked prefill rows with the run test
-// compiled out (kIndexerPicks), whole rows under a register cap of N CTAs an SM.
+// Trial knob, off by default (the default kernels' SASS does not change): DSV4_PICKS_KERNEL=N
+// (N >= 1) builds C4A's unchecked prefill rows with the run test compiled out (kIndexerPicks),
+// whole rows under a register cap of N CTAs an SM. scripts/sass.sh: in groups of 32, 928
+// instructions against the default's 1,048; at N = 5, 48 registers and no stack (the default
+// kernel spills 8 bytes at 48: bench/results/2026-12-04-h200-register-cap5-trial/); N = 6
+// spills (40 registers, a 32-byte stack). Not yet timed: no device call of the thirty-sixth
+// session found a machine.
 #ifndef DSV4_PICKS_KERNEL
 #define DSV4_PICKS_KERNEL 0
 #endif
+constexpr int kPicksMinCtasPerSm = DSV4_PICKS_KERNEL > 0 ? DSV4_PICKS_KERNEL : 1;
 constexpr int kCta = Policy::kCtaThreads;
 constexpr int kWarp = Policy::kWarpThreads;
 
@@ -163,7 +169,8 @@ __global__ void __launch_bounds__(kCta, Policy::min_ctas_per_sm(kChunks)) mixed_
 // argument (prefill_rows_args.h), as the decode-chunk builds do: 0.15-0.3 us less per build.
 // kGatherLookups: the gathered-lookups form (prefill_gathers_lookups), whole rows only.
 template <int kGroupThreads, bool kParts, bool kGatherLookups = false, bool kIndexerPicks = false>
-__global__ void __launch_bounds__(kCta, kIndexerPicks && !kParts && DSV4_PICKS_KERNEL > 0 ? DSV4_PICKS_KERNEL : Policy::min_ctas_per_sm(Policy::kDefaultChunks))
+__global__ void __launch_bounds__(kCta, kIndexerPicks && !kParts ? kPicksMinCtasPerSm
+                                                                  : Policy::min_ctas_per_sm(Policy::kDefaultChunks))
     prefill_rows_kernel(const PrefillRowsArgs args) {
   static_assert(!(kGatherLookups && kParts), "the gathered-lookups form builds whole rows");
   begin_after_prior_grid();
