@@ -20,17 +20,6 @@ namespace dsv4::kernels {
 namespace {
 
 using Policy = MixedSparseIndicesPolicy;
-// Trial knob, off by default (the default kernels' SASS does not change): DSV4_PICKS_KERNEL=N
-// (N >= 1) builds C4A's unchecked prefill rows with the run test compiled out (kIndexerPicks),
-// whole rows under a register cap of N CTAs an SM. scripts/sass.sh: in groups of 32, 928
-// instructions against the default's 1,048; at N = 5, 48 registers and no stack (the default
-// kernel spills 8 bytes at 48: bench/results/2026-12-04-h200-register-cap5-trial/); N = 6
-// spills (40 registers, a 32-byte stack). Not yet timed: no device call of the thirty-sixth
-// session found a machine.
-#ifndef DSV4_PICKS_KERNEL
-#define DSV4_PICKS_KERNEL 0
-#endif
-constexpr int kPicksMinCtasPerSm = DSV4_PICKS_KERNEL > 0 ? DSV4_PICKS_KERNEL : 1;
 constexpr int kCta = Policy::kCtaThreads;
 constexpr int kWarp = Policy::kWarpThreads;
 
@@ -93,7 +82,7 @@ __device__ __forceinline__ int32_t group_sum(int32_t value) {
 // metadata breaks the checks are written -1 (plan_row<true>).
 // `cta`: the CTA's index among the build's CTAs (blockIdx.x for a launch of one build).
 template <int kGroupThreads, int kChunks, bool kPowerOfTwo, bool kVec4, RowKinds kRows, bool kChecked, bool kParts,
-          bool kGatherLookups = false, bool kIndexerPicks = false>
+          bool kGatherLookups = false>
 __device__ __forceinline__ void build_cta_rows(const MixedSparseIndicesArgs& args, uint32_t cta) {
   constexpr int32_t kRowsPerCta = kCta / kGroupThreads;
   const int32_t rank = static_cast<int32_t>(threadIdx.x) % kGroupThreads;
@@ -102,7 +91,7 @@ __device__ __forceinline__ void build_cta_rows(const MixedSparseIndicesArgs& arg
   int32_t errors = 0;
   RowShare share{};
   if (active) {
-    share = build_row_share<kPowerOfTwo, kVec4, kChunks, kRows, kChecked, kParts, kGatherLookups, kIndexerPicks>(
+    share = build_row_share<kPowerOfTwo, kVec4, kChunks, kRows, kChecked, kParts, kGatherLookups>(
         args, static_cast<int32_t>(t), rank, kGroupThreads, &errors);
   } else if (kChecked && t < args.num_rows) {
     write_padding_row<kVec4, kParts>(args, static_cast<int32_t>(t), rank, kGroupThreads);
@@ -168,14 +157,13 @@ __global__ void __launch_bounds__(kCta, Policy::min_ctas_per_sm(kChunks)) mixed_
 // An unchecked build of prefill rows only on the fast path, whole or a part, takes the short
 // argument (prefill_rows_args.h), as the decode-chunk builds do: 0.15-0.3 us less per build.
 // kGatherLookups: the gathered-lookups form (prefill_gathers_lookups), whole rows only.
-template <int kGroupThreads, bool kParts, bool kGatherLookups = false, bool kIndexerPicks = false>
-__global__ void __launch_bounds__(kCta, kIndexerPicks && !kParts ? kPicksMinCtasPerSm
-                                                                  : Policy::min_ctas_per_sm(Policy::kDefaultChunks))
+template <int kGroupThreads, bool kParts, bool kGatherLookups = false>
+__global__ void __launch_bounds__(kCta, Policy::min_ctas_per_sm(Policy::kDefaultChunks))
     prefill_rows_kernel(const PrefillRowsArgs args) {
   static_assert(!(kGatherLookups && kParts), "the gathered-lookups form builds whole rows");
   begin_after_prior_grid();
-  build_cta_rows<kGroupThreads, Policy::kDefaultChunks, true, true, RowKinds::kPrefill, false, kParts, kGatherLookups,
-                 kIndexerPicks>(args.expand(), cta_of_block(blockIdx.x, gridDim.x, 0));  // no decode CTAs: from the last
+  build_cta_rows<kGroupThreads, Policy::kDefaultChunks, true, true, RowKinds::kPrefill, false, kParts, kGatherLookups>(
+      args.expand(), cta_of_block(blockIdx.x, gridDim.x, 0));  // no decode CTAs: from the last
 }
 
 // SPEC §8 one launch: several builds of one step, build b in its own range of CTAs (rows to
@@ -469,16 +457,7 @@ KernelFunction select_checked_kernel(const LaunchShape& shape, bool power_of_two
 }
 
 template <bool kParts>
-const void* prefill_rows_kernel_for(int32_t group_threads, int32_t ratio) {
-#if DSV4_PICKS_KERNEL
-  if (ratio == 4) {
-    return for_group_threads(group_threads, [](auto g) {
-      return reinterpret_cast<const void*>(&prefill_rows_kernel<decltype(g)::value, kParts, false, true>);
-    });
-  }
-#else
-  (void)ratio;
-#endif
+const void* prefill_rows_kernel_for(int32_t group_threads) {
   return for_group_threads(group_threads, [](auto g) {
     return reinterpret_cast<const void*>(&prefill_rows_kernel<decltype(g)::value, kParts>);
   });
@@ -735,8 +714,8 @@ KernelStatus launch_mixed_sparse_indices(const MixedSparseIndicesArgs& args,
     const bool whole = whole_row_build(args);
     const void* kernel = config.gathered_lookups && prefill_gathers_lookups(args.ratio, shape.group_threads, whole)
                              ? gathered_prefill_rows_kernel_for(shape.group_threads)
-                         : whole ? prefill_rows_kernel_for<false>(shape.group_threads, args.ratio)
-                                 : prefill_rows_kernel_for<true>(shape.group_threads, args.ratio);
+                         : whole ? prefill_rows_kernel_for<false>(shape.group_threads)
+                                 : prefill_rows_kernel_for<true>(shape.group_threads);
     return launch_build_kernel(kernel, grid_ctas(shape, rows_launched), kCta, prefill_params,
                                config.programmatic_launch, stream,
                                "cudaLaunchKernelExC(prefill_rows_kernel) / cudaGetLastError", __LINE__);

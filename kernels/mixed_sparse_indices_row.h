@@ -343,9 +343,7 @@ DSV4_HD DSV4_INLINE void write_padding_row(const MixedSparseIndicesArgs& a, int3
 
 // Compressed columns W + j0 .. W + j0 + 3 of a prefill row on the fast path (power-of-two
 // blocks, 16-byte chunks), their inputs in v: -1 past the row's values (compressed_count),
-// translated, stored at compressed_out + j0. kIndexerPicks (C4A builds only: ratio 4): the
-// run test is compiled out, not skipped at run time.
-template <bool kIndexerPicks = false>
+// translated, stored at compressed_out + j0.
 DSV4_HD DSV4_INLINE void finish_prefill_compressed_chunk(const MixedSparseIndicesArgs& a, const RowPlan& p,
                                                          int32_t j0, int32_t (&v)[4], int32_t* compressed_out,
                                                          int32_t* errors) {
@@ -364,9 +362,8 @@ DSV4_HD DSV4_INLINE void finish_prefill_compressed_chunk(const MixedSparseIndice
   // are, and skip the test): one table read for the chunk.
   const uint32_t u0 = static_cast<uint32_t>(v[0]);
   const uint32_t block = u0 >> a.compressed.log2_block_size;
-  if (!kIndexerPicks && a.ratio != 4 && v[0] >= 0 && static_cast<uint32_t>(v[1]) - u0 == 1u &&
-      static_cast<uint32_t>(v[2]) - u0 == 2u && static_cast<uint32_t>(v[3]) - u0 == 3u &&
-      block == static_cast<uint32_t>(v[3]) >> a.compressed.log2_block_size) {
+  if (a.ratio != 4 && v[0] >= 0 && static_cast<uint32_t>(v[1]) - u0 == 1u && static_cast<uint32_t>(v[2]) - u0 == 2u &&
+      static_cast<uint32_t>(v[3]) - u0 == 3u && block == static_cast<uint32_t>(v[3]) >> a.compressed.log2_block_size) {
     a.compressed.lookup_run<4>(p.compressed_table, v[0], block, v, errors);
   } else {
     a.compressed.lookup_indices<4>(p.compressed_table, v, errors);
@@ -458,8 +455,7 @@ DSV4_HD DSV4_INLINE bool fast_prefill_part(const MixedSparseIndicesArgs& a) {
 // first pass's before the plan), then window chunks the same way (before the passes where
 // builds_window_first says so). A part without compressed columns reads no top-k input.
 // kGatherLookups: a pass's compressed chunks gathered (GatheredChunk), the same values.
-template <int kChunks, bool kParts = false, bool kChecked = false, bool kGatherLookups = false,
-          bool kIndexerPicks = false>
+template <int kChunks, bool kParts = false, bool kChecked = false, bool kGatherLookups = false>
 DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArgs& a, int32_t t, int32_t rank,
                                                      int32_t group_threads, int32_t* errors) {
   using Columns = RowColumns<kParts>;
@@ -518,9 +514,7 @@ DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArg
       DSV4_UNROLL
       for (int b = 0; b < kChunks; ++b) {
         const int32_t i = first + b * group_threads;
-        if (i < compressed_chunks) {
-          finish_prefill_compressed_chunk<kIndexerPicks>(a, p, 4 * i, v[b], compressed_out, errors);
-        }
+        if (i < compressed_chunks) finish_prefill_compressed_chunk(a, p, 4 * i, v[b], compressed_out, errors);
       }
     }
   };
@@ -533,15 +527,14 @@ DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArg
 }
 
 template <bool kPowerOfTwo, bool kVec4, int kChunks, RowKinds kRows = RowKinds::kBoth, bool kChecked = false,
-          bool kParts = true, bool kGatherLookups = false, bool kIndexerPicks = false>
+          bool kParts = true, bool kGatherLookups = false>
 DSV4_HD DSV4_INLINE RowShare build_row_share(const MixedSparseIndicesArgs& a, int32_t t, int32_t rank,
                                              int32_t group_threads, int32_t* errors) {
   // (checked builds too: their prefill rows, in step graphs, took 3-6 % longer on the general
   // path; bench/results/2026-12-03-h200-batched-lookups-trial/)
   if constexpr (kPowerOfTwo && kVec4 && kRows != RowKinds::kDecode) {
     if (!is_decode_row<kRows>(a, t) && (!kParts || fast_prefill_part(a))) {
-      return build_prefill_row_share<kChunks, kParts, kChecked, kGatherLookups, kIndexerPicks>(a, t, rank, group_threads,
-                                                                                              errors);
+      return build_prefill_row_share<kChunks, kParts, kChecked, kGatherLookups>(a, t, rank, group_threads, errors);
     }
   }
   constexpr int32_t kLanes = kVec4 ? 4 : 1;
