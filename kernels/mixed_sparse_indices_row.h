@@ -482,16 +482,7 @@ DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArg
   };
   int32_t va[kChunks][4] = {};
   int32_t vb[kChunks][4] = {};
-  const int32_t first_readable = min_i32(share.start.compressed_width, 4 * compressed_chunks);
-  load_pass(rank, first_readable, va);
-#if defined(DSV4_TRIAL_SECOND_PASS)
-  // Trial (1: the second pass's loads issued before the plan too, bounded by the input's width
-  // instead of the row's count; 2: the window built once the second pass's loads are issued,
-  // before the first pass is finished; 3: both). Off by default.
-  constexpr bool kEarlySecond = (DSV4_TRIAL_SECOND_PASS & 1) != 0;
-  constexpr bool kWindowAfterLoads = (DSV4_TRIAL_SECOND_PASS & 2) != 0;
-  if (kEarlySecond && rank + pass < compressed_chunks) load_pass(rank + pass, first_readable, vb);
-#endif
+  load_pass(rank, min_i32(share.start.compressed_width, 4 * compressed_chunks), va);
   share.plan = plan_row<kChecked>(a, share.start);
   // Unchecked: unreachable after validation, memory-safe all the same. Checked: a row whose
   // metadata breaks the checks.
@@ -530,24 +521,8 @@ DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArg
   const bool window = Columns::first(a) == 0;  // the part holds the window
   const bool window_first = window && builds_window_first(group_threads, t);
   if (window_first) build_prefill_window(a, p, out, rank, group_threads, errors);
-#if defined(DSV4_TRIAL_SECOND_PASS)
-  bool window_pending = window && !window_first;
-  for (int32_t first = rank; first < compressed_chunks; first += 2 * pass) {
-    if (!(kEarlySecond && first == rank) && first + pass < compressed_chunks) load_pass(first + pass, count, vb);
-    if (kWindowAfterLoads && window_pending) {
-      build_prefill_window(a, p, out, rank, group_threads, errors);
-      window_pending = false;
-    }
-    finish_pass(first, va);
-    if (first + pass >= compressed_chunks) break;
-    if (first + 2 * pass < compressed_chunks) load_pass(first + 2 * pass, count, va);
-    finish_pass(first + pass, vb);
-  }
-  if (window_pending) build_prefill_window(a, p, out, rank, group_threads, errors);
-#else
   run_pipelined_passes(rank, compressed_chunks, pass, count, va, vb, load_pass, finish_pass);
   if (window && !window_first) build_prefill_window(a, p, out, rank, group_threads, errors);
-#endif
   return share;
 }
 
