@@ -248,33 +248,40 @@ void L2Flusher::flush(void* stream) {
   BENCH_CUDA_CHECK(cudaGetLastError());
 }
 
-CopyBandwidth measure_copy_bandwidth(size_t bytes, int reps, void* stream) {
-  if (reps < 1) throw std::invalid_argument("measure_copy_bandwidth: reps < 1");
-  void* src = nullptr;
-  void* dst = nullptr;
-  BENCH_CUDA_CHECK(cudaMalloc(&src, bytes));
-  CopyBandwidth out;
-  try {
-    BENCH_CUDA_CHECK(cudaMalloc(&dst, bytes));
-    BENCH_CUDA_CHECK(cudaMemsetAsync(src, 0x5a, bytes, as_stream(stream)));
-    EventTimer timer;
-    for (int i = 0; i < 2 + reps; ++i) {
-      timer.start(stream);
-      BENCH_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, as_stream(stream)));
-      timer.stop(stream);
-      const double us = timer.elapsed_us();
-      if (i >= 2) out.samples_us.push_back(us);
-    }
-  } catch (...) {
-    cudaFree(src);
-    if (dst != nullptr) cudaFree(dst);
-    throw;
+CopyBuffers::CopyBuffers(size_t bytes) : bytes_(bytes) {
+  BENCH_CUDA_CHECK(cudaMalloc(&src_, bytes));
+  const cudaError_t status = cudaMalloc(&dst_, bytes);
+  if (status != cudaSuccess) {
+    cudaFree(src_);
+    check(status, "cudaMalloc(copy destination)", __FILE__, __LINE__);
   }
-  BENCH_CUDA_CHECK(cudaFree(src));
-  BENCH_CUDA_CHECK(cudaFree(dst));
-  out.bytes = bytes;
+  cudaError_t fill = cudaMemset(src_, 0x5a, bytes);
+  if (fill == cudaSuccess) fill = cudaDeviceSynchronize();
+  if (fill != cudaSuccess) {
+    cudaFree(src_);
+    cudaFree(dst_);
+    check(fill, "cudaMemset(copy source) / cudaDeviceSynchronize", __FILE__, __LINE__);
+  }
+}
+CopyBuffers::~CopyBuffers() {
+  if (src_ != nullptr) cudaFree(src_);
+  if (dst_ != nullptr) cudaFree(dst_);
+}
+
+CopyBandwidth CopyBuffers::measure(int reps, void* stream, int warmups) {
+  if (reps < 1) throw std::invalid_argument("CopyBuffers::measure: reps < 1");
+  CopyBandwidth out;
+  EventTimer timer;
+  for (int i = 0; i < warmups + reps; ++i) {
+    timer.start(stream);
+    BENCH_CUDA_CHECK(cudaMemcpyAsync(dst_, src_, bytes_, cudaMemcpyDeviceToDevice, as_stream(stream)));
+    timer.stop(stream);
+    const double us = timer.elapsed_us();
+    if (i >= warmups) out.samples_us.push_back(us);
+  }
+  out.bytes = bytes_;
   out.median_us = median(out.samples_us);
-  const double moved = 2.0 * static_cast<double>(bytes);
+  const double moved = 2.0 * static_cast<double>(bytes_);
   auto gbps = [&](double us) { return us > 0 ? moved / (us * 1e-6) / 1e9 : 0.0; };
   out.median_gbps = gbps(out.median_us);
   out.min_gbps = gbps(*std::max_element(out.samples_us.begin(), out.samples_us.end()));

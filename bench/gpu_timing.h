@@ -97,15 +97,36 @@ class L2Flusher {
   unsigned blocks_ = 0;   // 4 CTAs per SM
 };
 
-// cudaMemcpyAsync device-to-device of `bytes`, `reps` timed copies after 2 warm-ups; GB/s
-// counts bytes read + written (2 x bytes). The ceiling for a memory-bound build.
+// Timed device-to-device copies; GB/s counts bytes read + written (2 x bytes). The ceiling for
+// a memory-bound build.
 struct CopyBandwidth {
   size_t bytes = 0;
   double median_gbps = 0, min_gbps = 0, max_gbps = 0;
   double median_us = 0;
   std::vector<double> samples_us;
 };
-CopyBandwidth measure_copy_bandwidth(size_t bytes, int reps, void* stream);
+
+// A source and a destination of `bytes` each, allocated once, for cudaMemcpyAsync
+// device-to-device copies. A benchmark program keeps one for its whole run: on an H100, copies
+// between buffers allocated right after a GiB-sized pair was freed ran ~14 % slower for their
+// first few milliseconds (bench/results/2026-12-06-h100-copy-bandwidth-probe/), which once made
+// a benchmark that reallocated its pair for every copy read 12-14 % below the run's start-up
+// figure.
+class CopyBuffers {
+ public:
+  explicit CopyBuffers(size_t bytes);
+  ~CopyBuffers();
+  CopyBuffers(const CopyBuffers&) = delete;
+  CopyBuffers& operator=(const CopyBuffers&) = delete;
+  // `reps` (>= 1) timed copies on the stream after `warmups` untimed ones.
+  CopyBandwidth measure(int reps, void* stream, int warmups = 2);
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* src_ = nullptr;
+  void* dst_ = nullptr;
+  size_t bytes_ = 0;
+};
 
 // Launches one thread that spins on %globaltimer for `ns` nanoseconds (at most 1 s) on the
 // stream. The "rest of the layer" of the TTFT simulation and the benchmarks' head start.

@@ -44,7 +44,9 @@ L2Flusher::L2Flusher() { no_cuda("L2Flusher"); }
 L2Flusher::~L2Flusher() = default;
 void L2Flusher::flush(void*) { no_cuda("L2Flusher::flush"); }
 
-CopyBandwidth measure_copy_bandwidth(size_t, int, void*) { no_cuda("measure_copy_bandwidth"); }
+CopyBuffers::CopyBuffers(size_t) { no_cuda("CopyBuffers"); }
+CopyBuffers::~CopyBuffers() = default;
+CopyBandwidth CopyBuffers::measure(int, void*, int) { no_cuda("CopyBuffers::measure"); }
 void gpu_busy_wait_ns(void*, int64_t) { no_cuda("gpu_busy_wait_ns"); }
 DurationCalibration calibrate_busy_wait(void*) { no_cuda("calibrate_busy_wait"); }
 void gpu_busy_wait_us(void*, const DurationCalibration&, double) { no_cuda("gpu_busy_wait_us"); }

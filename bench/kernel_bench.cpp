@@ -119,7 +119,8 @@ struct StagedLayer {
 
 // Process-wide state besides bench_device(), torn down before it by the shared main().
 struct Run {
-  CopyBandwidth copy;
+  std::unique_ptr<CopyBuffers> copy_buffers;  // the run's one copy pair (CopyBuffers says why one)
+  CopyBandwidth copy;                          // measured at start-up
   std::map<std::string, std::unique_ptr<opt::MixedSparseIndicesBuilder>> builders;  // by backend + shape
   StagedLayer staged;  // the most recent config only
   bool warm_l2 = false;  // --warm_l2: no flush before a timed build (a diagnostic: cold vs warm)
@@ -135,6 +136,7 @@ struct Run {
     staged = StagedLayer{};
     builders.clear();
     streaming.reset();
+    copy_buffers.reset();
   }
 };
 Run& run() {
@@ -484,14 +486,20 @@ void BM_byte_floor(benchmark::State& state, KernelConfig cfg, int hops) {
                                  "; CUDA events, L2 flushed");
 }
 
-// The copy ceiling as its own benchmark: each iteration one timed 1 GiB D2D copy.
+// The copy ceiling as its own benchmark: each iteration one timed 1 GiB D2D copy, between the
+// buffers the start-up measurement used.
 void BM_copy_bw(benchmark::State& state) {
-  const size_t bytes = size_t{1} << 30;
+  if (!run().copy_buffers) {
+    state.SkipWithError("copy_bw: no copy buffers (the start-up measurement did not run)");
+    return;
+  }
+  CopyBuffers& buffers = *run().copy_buffers;
+  const size_t bytes = buffers.bytes();
   double total_us = 0;
   int64_t n = 0;
   for (auto _ : state) {
     try {
-      const CopyBandwidth c = measure_copy_bandwidth(bytes, 1, bench_device().stream->get());
+      const CopyBandwidth c = buffers.measure(1, bench_device().stream->get(), 0);
       state.SetIterationTime(c.median_us * 1e-6);
       total_us += c.median_us;
       ++n;
@@ -738,7 +746,8 @@ BenchProgram bench_program() {
     }
     if (backends.cuda) {
       const L2Flusher& flusher = *bench_device().flusher;
-      r.copy = measure_copy_bandwidth(size_t{1} << 30, 9, bench_device().stream->get());
+      r.copy_buffers = std::make_unique<CopyBuffers>(size_t{1} << 30);
+      r.copy = r.copy_buffers->measure(9, bench_device().stream->get());
       std::printf("kernel_bench: D2D copy bandwidth (1 GiB, read+write, median of %zu) = %.1f GB/s "
                   "(min %.1f, max %.1f); L2 flush writes %zu MiB\n",
                   r.copy.samples_us.size(), r.copy.median_gbps, r.copy.min_gbps, r.copy.max_gbps,

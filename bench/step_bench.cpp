@@ -132,10 +132,13 @@ struct Run {
   bool programmatic_launch = true;  // off: --no_programmatic_launch
   bool token_plan = true;           // the cache's per-step token plan; off: --no_token_plan
   double copy_gbps = 0;             // the run's device-to-device copy bandwidth (CUDA)
+  // Kept until the end of the run, not freed before the steps are timed (CopyBuffers says why).
+  std::unique_ptr<CopyBuffers> copy_buffers;
   void tear_down() {
     graph_buffers.reset();
     staged.reset();
     builders.clear();
+    copy_buffers.reset();
   }
 };
 Run& run() {
@@ -684,7 +687,8 @@ BenchProgram bench_program() {
     benchmark::AddCustomContext("dsv4_programmatic_launch", run().programmatic_launch ? "on" : "off");
     benchmark::AddCustomContext("dsv4_token_plan", run().token_plan ? "on" : "off");
     if (backends.cuda) {  // the byte floors' bandwidth
-      const CopyBandwidth copy = measure_copy_bandwidth(size_t{1} << 30, 9, bench_device().stream->get());
+      run().copy_buffers = std::make_unique<CopyBuffers>(size_t{1} << 30);
+      const CopyBandwidth copy = run().copy_buffers->measure(9, bench_device().stream->get());
       run().copy_gbps = copy.median_gbps;
       std::printf("step_bench: D2D copy bandwidth (1 GiB, read+write, median of %zu) = %.1f GB/s\n",
                   copy.samples_us.size(), copy.median_gbps);
