@@ -108,10 +108,10 @@ struct CopyBandwidth {
 
 // A source and a destination of `bytes` each, allocated once, for cudaMemcpyAsync
 // device-to-device copies. A benchmark program keeps one for its whole run: on an H100, copies
-// between buffers allocated right after a GiB-sized pair was freed ran ~14 % slower for their
-// first few milliseconds (bench/results/2026-12-06-h100-copy-bandwidth-probe/), which once made
-// a benchmark that reallocated its pair for every copy read 12-14 % below the run's start-up
-// figure.
+// ran ~14 % slower while GiB-sized pairs were being freed and reallocated, and back at full
+// speed only a few copies after that stopped (bench/results/2026-12-06-h100-copy-bandwidth-probe/);
+// a copy_bw benchmark that reallocated its pair for every copy read 12-14 % below the run's
+// start-up figure.
 class CopyBuffers {
  public:
   explicit CopyBuffers(size_t bytes);
