@@ -23,6 +23,22 @@ inline void check(cudaError_t status, const char* call, const char* file, int li
 
 inline cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
 
+// cudaMalloc of `bytes`, every byte set to `fill`, and the device synchronized: the memset runs
+// on the legacy stream and the benchmarks' streams are non-blocking, so without the wait a
+// kernel could read the region before it is filled. Freed again if a step fails; `what` names
+// the region in the error.
+inline void* filled_device_region(size_t bytes, unsigned char fill, const char* what) {
+  void* p = nullptr;
+  check(cudaMalloc(&p, bytes), (std::string("cudaMalloc(") + what + ")").c_str(), __FILE__, __LINE__);
+  cudaError_t status = cudaMemset(p, fill, bytes);
+  if (status == cudaSuccess) status = cudaDeviceSynchronize();
+  if (status != cudaSuccess) {
+    (void)cudaFree(p);
+    check(status, (std::string("cudaMemset(") + what + ") / cudaDeviceSynchronize").c_str(), __FILE__, __LINE__);
+  }
+  return p;
+}
+
 // A 1-D launch through the runtime (kernels::launch_kernel_runtime: cudaLaunchKernelExC +
 // cudaGetLastError), with programmatic dependent launch when asked: the builder's launch before
 // ea831b8 (launch_empty_kernel_driver_programmatic times today's, kernels::launch_build_kernel).

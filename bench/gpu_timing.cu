@@ -233,10 +233,12 @@ L2Flusher::L2Flusher() {
   if (!info.present) throw std::runtime_error("L2Flusher: " + info.why_absent);
   bytes_ = std::max<size_t>(2 * static_cast<size_t>(info.l2_bytes), size_t{64} << 20);
   blocks_ = static_cast<unsigned>(info.sm_count) * 4;
-  BENCH_CUDA_CHECK(cudaMalloc(&buffer_, bytes_));
-  BENCH_CUDA_CHECK(cudaMalloc(&sink_, sizeof(unsigned)));
-  BENCH_CUDA_CHECK(cudaMemset(buffer_, 0x5a, bytes_));
-  BENCH_CUDA_CHECK(cudaDeviceSynchronize());
+  buffer_ = filled_device_region(bytes_, 0x5a, "L2 flush buffer");
+  const cudaError_t status = cudaMalloc(&sink_, sizeof(unsigned));
+  if (status != cudaSuccess) {
+    cudaFree(buffer_);  // the destructor does not run for a throwing constructor
+    check(status, "cudaMalloc(L2 flush sink)", __FILE__, __LINE__);
+  }
 }
 L2Flusher::~L2Flusher() {
   if (buffer_ != nullptr) cudaFree(buffer_);
@@ -249,18 +251,12 @@ void L2Flusher::flush(void* stream) {
 }
 
 CopyBuffers::CopyBuffers(size_t bytes) : bytes_(bytes) {
-  BENCH_CUDA_CHECK(cudaMalloc(&src_, bytes));
-  const cudaError_t status = cudaMalloc(&dst_, bytes);
-  if (status != cudaSuccess) {
-    cudaFree(src_);
-    check(status, "cudaMalloc(copy destination)", __FILE__, __LINE__);
-  }
-  cudaError_t fill = cudaMemset(src_, 0x5a, bytes);
-  if (fill == cudaSuccess) fill = cudaDeviceSynchronize();
-  if (fill != cudaSuccess) {
-    cudaFree(src_);
-    cudaFree(dst_);
-    check(fill, "cudaMemset(copy source) / cudaDeviceSynchronize", __FILE__, __LINE__);
+  src_ = filled_device_region(bytes, 0x5a, "copy source");
+  try {
+    dst_ = filled_device_region(bytes, 0, "copy destination");
+  } catch (...) {
+    cudaFree(src_);  // the destructor does not run for a throwing constructor
+    throw;
   }
 }
 CopyBuffers::~CopyBuffers() {
@@ -363,16 +359,7 @@ StreamingWait::StreamingWait() {
       &per_sm, streaming_wait_kernel, static_cast<int>(threads_), 0));
   if (per_sm < 1) throw std::runtime_error("StreamingWait: kernel cannot be resident (occupancy 0)");
   blocks_ = static_cast<unsigned>(per_sm) * static_cast<unsigned>(info.sm_count);
-  BENCH_CUDA_CHECK(cudaMalloc(&buffer_, bytes_));
-  try {
-    // The stream is non-blocking: the memset (legacy stream) must be complete before any use.
-    BENCH_CUDA_CHECK(cudaMemset(buffer_, 0x5a, bytes_));
-    BENCH_CUDA_CHECK(cudaDeviceSynchronize());
-  } catch (...) {
-    cudaFree(buffer_);  // the destructor does not run for a throwing constructor
-    buffer_ = nullptr;
-    throw;
-  }
+  buffer_ = filled_device_region(bytes_, 0x5a, "streaming wait buffer");
 }
 StreamingWait::~StreamingWait() {
   if (buffer_ != nullptr) cudaFree(buffer_);

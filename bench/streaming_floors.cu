@@ -113,15 +113,8 @@ int64_t words_of(int64_t bytes) { return (bytes + 15) / 16; }
 
 // A device region of max(16, bytes rounded up to 16) bytes, every byte `fill`.
 void* filled_region(int64_t bytes, uint8_t fill) {
-  void* p = nullptr;
-  const size_t size = static_cast<size_t>(std::max<int64_t>(16, words_of(bytes) * 16));
-  BENCH_CUDA_CHECK(cudaMalloc(&p, size));
-  const cudaError_t status = cudaMemset(p, fill, size);
-  if (status != cudaSuccess) {
-    (void)cudaFree(p);
-    check(status, "cudaMemset(streaming floor region)", __FILE__, __LINE__);
-  }
-  return p;
+  return filled_device_region(static_cast<size_t>(std::max<int64_t>(16, words_of(bytes) * 16)), fill,
+                              "streaming floor region");
 }
 
 // The chains' plan: `entries` entries, entry r naming table entry r % kChainTableEntries (y = 0).
@@ -216,8 +209,7 @@ void StreamingBytes::reserve(int64_t read_bytes, int64_t write_bytes) {
     (void)cudaFree(p);
     p = nullptr;
     have = 0;
-    BENCH_CUDA_CHECK(cudaMalloc(&p, static_cast<size_t>(want)));
-    BENCH_CUDA_CHECK(cudaMemset(p, 0x3c, static_cast<size_t>(want)));
+    p = filled_region(want, 0x3c);
     have = want;
   };
   grow(src_, src_bytes_, read_bytes);
