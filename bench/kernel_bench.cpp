@@ -111,6 +111,7 @@ struct StagedLayer {
   opt::BuildRequest request;
   opt::BackendBuffer token_plan;  // the step's plan, written by one build when a planned config first needs it
   BuildBytes bytes;
+  int32_t lookup_entries = 1;  // the lookup floor's table (lookup_floor_entries)
   ref::BuilderOutput want;  // the reference's output
   int32_t width = 0;
   std::string error;  // non-empty: staging failed, or the last checked build disagrees
@@ -210,6 +211,25 @@ void verify(const KernelConfig& cfg, StagedLayer& s) {
   if (s.error.empty()) s.verified.insert(cfg.key());
 }
 
+// The lookup floor's table size for a build: the widest block-table row its translated
+// inputs can name (its requests' compressed positions, ceil(seq_len / ratio), in blocks),
+// rounded up to a power of two.
+int32_t lookup_floor_entries(const ref::BuilderInputs& in) {
+  const ref::PagedCache& cache = in.compressed ? *in.compressed : in.swa;
+  int64_t widest = 1;
+  for (Eigen::Index r = 0; r < in.seq_lens.size(); ++r) {
+    const int64_t positions = (int64_t{in.seq_lens(r)} + in.ratio - 1) / in.ratio;
+    widest = std::max(widest, (positions + cache.block_size - 1) / cache.block_size);
+  }
+  int64_t entries = 1;
+  while (entries < widest) entries *= 2;
+  if (entries > StreamingBytes::kMaxLookupEntries) {
+    throw std::invalid_argument("lookup floor: " + std::to_string(widest) + " blocks a request, above " +
+                                std::to_string(StreamingBytes::kMaxLookupEntries));
+  }
+  return static_cast<int32_t>(entries);
+}
+
 StagedLayer& staged_layer(const KernelConfig& cfg) {
   StagedLayer& current = run().staged;
   if (current.key != cfg.staging_key()) {
@@ -227,6 +247,7 @@ StagedLayer& staged_layer(const KernelConfig& cfg) {
       opt::validate_step_structure(current.request, s.staged->inputs().host);
       opt::validate_request_shape(current.request);
       current.bytes = build_bytes(ref_inputs);
+      current.lookup_entries = lookup_floor_entries(ref_inputs);
       current.want = ref::build_mixed_sparse_indices(ref_inputs);
     } catch (const std::exception& e) {
       current.error = cfg.key() + ": staging failed: " + e.what();
@@ -422,8 +443,9 @@ void BM_byte_floor(benchmark::State& state, KernelConfig cfg, int hops) {
     return;
   }
   const int64_t writes = s.bytes.outputs, reads = s.bytes.total() - s.bytes.outputs;
-  const int64_t translated = hops == StreamingBytes::kTranslated ? s.bytes.translated_inputs : 0;
-  if (hops == StreamingBytes::kTranslated && translated == 0) {  // registration's rule disagrees with the bytes
+  const bool translates = hops >= StreamingBytes::kTranslated;
+  const int64_t translated = translates ? s.bytes.translated_inputs : 0;
+  if (translates && translated == 0) {  // registration's rule disagrees with the bytes
     state.SkipWithError("a translated floor for a build that translates no input (BuildBytes::translated_inputs = 0)");
     return;
   }
@@ -439,7 +461,8 @@ void BM_byte_floor(benchmark::State& state, KernelConfig cfg, int hops) {
     void* stream = bench_device().stream->get();
     EventTimer timer;
     for (int c = 0; c < kChoices; ++c) {
-      streaming.launch(stream, reads, writes, StreamingBytes::kShapes[c], hops, row_words, translated);  // warm-up
+      streaming.launch(stream, reads, writes, StreamingBytes::kShapes[c], hops, row_words, translated,
+                       s.lookup_entries);  // warm-up
     }
     bench_device().stream->synchronize();
     for (auto _ : state) {
@@ -448,7 +471,8 @@ void BM_byte_floor(benchmark::State& state, KernelConfig cfg, int hops) {
         bench_device().flusher->flush(stream);
         gpu_busy_wait_ns(stream, kHeadStartNs);
         timer.start(stream);
-        streaming.launch(stream, reads, writes, StreamingBytes::kShapes[c], hops, row_words, translated);
+        streaming.launch(stream, reads, writes, StreamingBytes::kShapes[c], hops, row_words, translated,
+                         s.lookup_entries);
         timer.stop(stream);
         const double us = timer.elapsed_us();
         totals[c] += us;
@@ -474,6 +498,7 @@ void BM_byte_floor(benchmark::State& state, KernelConfig cfg, int hops) {
   state.counters["GBps"] = static_cast<double>(reads + writes) / (best * 1e-6) / 1e9;
   state.counters["hops"] = hops;
   state.counters["translated_bytes"] = static_cast<double>(translated);
+  if (hops == StreamingBytes::kLookups) state.counters["lookup_entries"] = s.lookup_entries;
   const std::string chain = hops >= 2 ? "2" : std::to_string(hops);
   state.SetLabel(hops == 0 ? "streaming kernel moving the build's bytes (16-byte words, fastest of 1/2/4 per "
                              "thread in CTAs of 256 or 32); CUDA events, L2 flushed"
@@ -482,6 +507,9 @@ void BM_byte_floor(benchmark::State& state, KernelConfig cfg, int hops) {
                                  (hops >= 2 ? ", then a table entry" : "") + ")" +
                                  (hops == StreamingBytes::kTranslated
                                       ? ", and each translated input word's after a table entry it names"
+                                  : hops == StreamingBytes::kLookups
+                                      ? ", and each translated input value's after a table entry it names (tables "
+                                        "of the build's block-table row)"
                                       : "") +
                                  "; CUDA events, L2 flushed");
 }
@@ -704,10 +732,15 @@ void register_benchmarks(const BackendChoice& backends) {
           // C4A's top-k and local-form decode rows, C128A's prefill rows.
           const bool translates =
               kind == ref::LayerKind::kC4A || (kind == ref::LayerKind::kC128A && c.has_prefill_rows());
+          // The lookup floor: C4A's picks, a table entry each (C128A's positions run four to a
+          // block, one entry a word).
           for (int hops = 1; cuda && hops <= StreamingBytes::kMaxHops; ++hops) {
-            const bool translated = hops == StreamingBytes::kTranslated;
-            if (translated && !translates) continue;
-            benchmark::RegisterBenchmark((prefix + (translated ? "/translated_floor/" : "/chain_floor/" + std::to_string(hops) + "/") +
+            const bool translated = hops == StreamingBytes::kTranslated, lookups = hops == StreamingBytes::kLookups;
+            if ((translated && !translates) || (lookups && kind != ref::LayerKind::kC4A)) continue;
+            const std::string floor = translated ? "/translated_floor/"
+                                      : lookups  ? "/lookup_floor/"
+                                                 : "/chain_floor/" + std::to_string(hops) + "/";
+            benchmark::RegisterBenchmark((prefix + floor +
                                           model + "/" + ref::layer_kind_name(kind) + "/" + c.name)
                                              .c_str(),
                                          BM_byte_floor, cfg, hops)

@@ -77,13 +77,15 @@ __global__ void __launch_bounds__(kThreads)
 // latency hides behind the reads: the order that makes the chain cost least. kHops = 3
 // (StreamingBytes::kTranslated): each word below `translated` also adds the table entry its
 // first value names (0x3c of the 0x3c-filled inputs: entry 60, zero), read once it arrives.
+// kHops = kLookups: each of a translated word's four values adds the entry of its low bits
+// (lookup_mask) instead.
 constexpr int32_t kChainTableEntries = 256;
 template <int kWords, int kThreads, int kHops>
 __global__ void __launch_bounds__(kThreads)
     chained_bytes_kernel(const int4* src, int64_t reads, int64_t translated, const int4* shared, int64_t shared_reads,
                          int4* dst, int64_t writes, const int2* plan, int32_t row_shift, const int32_t* table,
-                         int4* sink) {
-  static_assert(kHops >= 1 && kHops <= StreamingBytes::kTranslated, "one or two dependent reads, or translated");
+                         uint32_t lookup_mask, int4* sink) {
+  static_assert(kHops >= 1 && kHops <= StreamingBytes::kLookups, "one or two dependent reads, translated or lookups");
   wait_prior_grid_and_release_next();
   const int64_t first = static_cast<int64_t>(blockIdx.x) * kWords * kThreads + threadIdx.x;
   // Read first and whole (both chains use x): ptxas then issues it before the other reads.
@@ -103,6 +105,17 @@ __global__ void __launch_bounds__(kThreads)
     for (int k = 0; k < kWords; ++k) {
       if (first + static_cast<int64_t>(k) * kThreads < translated) {
         v[k].x += __ldg(table + (static_cast<uint32_t>(v[k].x) & (kChainTableEntries - 1)));
+      }
+    }
+  }
+  if constexpr (kHops == StreamingBytes::kLookups) {
+#pragma unroll
+    for (int k = 0; k < kWords; ++k) {
+      if (first + static_cast<int64_t>(k) * kThreads < translated) {
+        v[k].x += __ldg(table + (static_cast<uint32_t>(v[k].x) & lookup_mask));
+        v[k].y += __ldg(table + (static_cast<uint32_t>(v[k].y) & lookup_mask));
+        v[k].z += __ldg(table + (static_cast<uint32_t>(v[k].z) & lookup_mask));
+        v[k].w += __ldg(table + (static_cast<uint32_t>(v[k].w) & lookup_mask));
       }
     }
   }
@@ -133,8 +146,36 @@ void* chain_plan(int64_t entries) {
   return p;
 }
 
-// The chains' table: zeros, what the writes carry.
-void* chain_table() { return filled_region(kChainTableEntries * sizeof(int32_t), 0); }
+// The chains' table: zeros, what the writes carry; kMaxLookupEntries of them (the chains use
+// the first kChainTableEntries).
+void* chain_table() { return filled_region(StreamingBytes::kMaxLookupEntries * sizeof(int32_t), 0); }
+
+// p[i] = a hash of i (murmur3's finalizer): values whose low bits spread evenly.
+__global__ void spread_fill_kernel(uint32_t* p, int64_t n) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    uint32_t h = static_cast<uint32_t>(i) ^ static_cast<uint32_t>(i >> 32);
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    h *= 0xc2b2ae35u;
+    h ^= h >> 16;
+    p[i] = h;
+  }
+}
+
+// A region of `bytes` (a multiple of 16), spread_fill_kernel's values, the device synchronized.
+void* spread_region(int64_t bytes) {
+  void* p = filled_region(bytes, 0);
+  spread_fill_kernel<<<1024, 256>>>(static_cast<uint32_t*>(p), bytes / 4);
+  cudaError_t status = cudaGetLastError();
+  if (status == cudaSuccess) status = cudaDeviceSynchronize();
+  if (status != cudaSuccess) {
+    (void)cudaFree(p);
+    check(status, "spread_fill_kernel / cudaDeviceSynchronize", __FILE__, __LINE__);
+  }
+  return p;
+}
 
 // Plan entries for grids over `words` words whatever their rows and shapes (rows of 1 word,
 // grids of 1 word a thread in CTAs of kStreamingThreads: one a thread of the widest grid).
@@ -155,7 +196,9 @@ const void* streaming_kernel_of(int hops) {
   return hops == 0   ? reinterpret_cast<const void*>(&streaming_bytes_kernel<kWords, kThreads>)
          : hops == 1 ? reinterpret_cast<const void*>(&chained_bytes_kernel<kWords, kThreads, 1>)
          : hops == 2 ? reinterpret_cast<const void*>(&chained_bytes_kernel<kWords, kThreads, 2>)
-                     : reinterpret_cast<const void*>(&chained_bytes_kernel<kWords, kThreads, StreamingBytes::kTranslated>);
+         : hops == StreamingBytes::kTranslated
+             ? reinterpret_cast<const void*>(&chained_bytes_kernel<kWords, kThreads, StreamingBytes::kTranslated>)
+             : reinterpret_cast<const void*>(&chained_bytes_kernel<kWords, kThreads, StreamingBytes::kLookups>);
 }
 
 template <int kThreads>
@@ -169,13 +212,21 @@ const void* streaming_kernel_of(int words, int hops) {
 // One streaming launch of `shape` (one of StreamingBytes::kShapes), `hops` 0 to kMaxHops; reads
 // from src (the first `translated` words translated, kTranslated: both callers check it is within
 // the bytes read, in their bytes) then shared, writes to dst (also the never-written sink), plan
-// and table for the chains.
+// and table for the chains, lookup_entries (kLookups: a power of two, <= kMaxLookupEntries).
 void launch_streaming(void* stream, StreamingShape shape, int hops, const int4* src, int64_t reads,
                       int64_t translated, const int4* shared, int64_t shared_reads, int4* dst, int64_t writes,
-                      const void* plan, int64_t row_words, const void* table, int4* sink, bool programmatic_launch) {
+                      const void* plan, int64_t row_words, const void* table, int32_t lookup_entries, int4* sink,
+                      bool programmatic_launch) {
   if (hops < 0 || hops > StreamingBytes::kMaxHops) {
-    throw std::invalid_argument("streaming kernels: hops must be 0, 1, 2 or 3 (translated)");
+    throw std::invalid_argument("streaming kernels: hops must be 0, 1, 2, 3 (translated) or 4 (lookups)");
   }
+  if (lookup_entries < 1 || lookup_entries > StreamingBytes::kMaxLookupEntries ||
+      (lookup_entries & (lookup_entries - 1)) != 0) {
+    throw std::invalid_argument("streaming kernels: lookup_entries " + std::to_string(lookup_entries) +
+                                " is not a power of two in [1, " + std::to_string(StreamingBytes::kMaxLookupEntries) +
+                                "]");
+  }
+  uint32_t lookup_mask = static_cast<uint32_t>(lookup_entries - 1);
   const void* kernel = shape.threads == kStreamingThreads ? streaming_kernel_of<kStreamingThreads>(shape.words, hops)
                        : shape.threads == 32              ? streaming_kernel_of<32>(shape.words, hops)
                                                           : nullptr;
@@ -186,8 +237,8 @@ void launch_streaming(void* stream, StreamingShape shape, int hops, const int4* 
   const int2* plan_entries = static_cast<const int2*>(plan);
   const int32_t* table_entries = static_cast<const int32_t*>(table);
   void* streaming_params[] = {&src, &reads, &shared, &shared_reads, &dst, &writes, &sink};
-  void* chained_params[] = {&src,    &reads,        &translated, &shared,        &shared_reads, &dst,
-                            &writes, &plan_entries, &row_shift,  &table_entries, &sink};
+  void* chained_params[] = {&src,          &reads,     &translated,    &shared,      &shared_reads, &dst,
+                            &writes,       &plan_entries, &row_shift, &table_entries, &lookup_mask, &sink};
   launch_ex_checked(kernel, static_cast<unsigned>(ctas), static_cast<unsigned>(shape.threads),
                     hops == 0 ? streaming_params : chained_params, programmatic_launch, stream,
                     "cudaLaunchKernelExC(streaming_bytes_kernel / chained_bytes_kernel) / cudaGetLastError");
@@ -196,6 +247,7 @@ void launch_streaming(void* stream, StreamingShape shape, int hops, const int4* 
 
 StreamingBytes::~StreamingBytes() {
   (void)cudaFree(src_);
+  (void)cudaFree(spread_src_);
   (void)cudaFree(dst_);
   (void)cudaFree(plan_);
   (void)cudaFree(table_);
@@ -203,6 +255,10 @@ StreamingBytes::~StreamingBytes() {
 
 void StreamingBytes::reserve(int64_t read_bytes, int64_t write_bytes) {
   if (read_bytes < 0 || write_bytes < 0) throw std::invalid_argument("StreamingBytes: negative size");
+  if (words_of(read_bytes) * 16 > src_bytes_) {  // grown below with src_
+    (void)cudaFree(spread_src_);
+    spread_src_ = nullptr;
+  }
   const auto grow = [](void*& p, int64_t& have, int64_t want) {
     want = words_of(want) * 16;
     if (want <= have) return;
@@ -214,6 +270,7 @@ void StreamingBytes::reserve(int64_t read_bytes, int64_t write_bytes) {
   };
   grow(src_, src_bytes_, read_bytes);
   grow(dst_, dst_bytes_, write_bytes);
+  if (spread_src_ == nullptr) spread_src_ = spread_region(src_bytes_);
   const int64_t entries = chain_plan_entries(std::max(words_of(read_bytes), words_of(write_bytes)));
   if (entries > plan_entries_) {
     (void)cudaFree(plan_);
@@ -226,7 +283,7 @@ void StreamingBytes::reserve(int64_t read_bytes, int64_t write_bytes) {
 }
 
 void StreamingBytes::launch(void* stream, int64_t read_bytes, int64_t write_bytes, StreamingShape shape, int hops,
-                            int64_t row_words, int64_t translated_bytes) {
+                            int64_t row_words, int64_t translated_bytes, int32_t lookup_entries) {
   if (read_bytes < 0 || write_bytes < 0 || words_of(read_bytes) * 16 > src_bytes_ ||
       words_of(write_bytes) * 16 > dst_bytes_) {
     throw std::invalid_argument("StreamingBytes::launch: sizes outside reserve()'s");
@@ -235,9 +292,10 @@ void StreamingBytes::launch(void* stream, int64_t read_bytes, int64_t write_byte
     throw std::invalid_argument("StreamingBytes::launch: translated bytes outside the bytes read");
   }
   // A plain launch, as kernel_bench launches the builds it times.
-  launch_streaming(stream, shape, hops, static_cast<const int4*>(src_), words_of(read_bytes), words_of(translated_bytes),
+  const void* src = hops == kLookups ? spread_src_ : src_;
+  launch_streaming(stream, shape, hops, static_cast<const int4*>(src), words_of(read_bytes), words_of(translated_bytes),
                    nullptr, 0, static_cast<int4*>(dst_), words_of(write_bytes), plan_, row_words, table_,
-                   static_cast<int4*>(dst_), false);
+                   lookup_entries, static_cast<int4*>(dst_), false);
 }
 
 StreamingSequence::StreamingSequence(std::vector<StreamedBuild> builds) : builds_(std::move(builds)) {
@@ -290,12 +348,13 @@ void StreamingSequence::release() {
 StreamingSequence::~StreamingSequence() { release(); }
 
 void StreamingSequence::launch(void* stream, StreamingShape shape, int hops) {
+  if (hops > StreamingBytes::kTranslated) throw std::invalid_argument("StreamingSequence: hops above kTranslated");
   for (const StreamedBuild& b : builds_) {
     launch_streaming(stream, shape, hops, static_cast<const int4*>(inputs_[static_cast<size_t>(b.input)]),
                      words_of(b.own_read_bytes), words_of(b.translated_read_bytes), static_cast<const int4*>(shared_),
                      words_of(b.shared_read_bytes),
                      static_cast<int4*>(outputs_[static_cast<size_t>(b.output)]), words_of(b.write_bytes), plan_,
-                     b.row_words, table_, static_cast<int4*>(sink_), true);
+                     b.row_words, table_, 1, static_cast<int4*>(sink_), true);
   }
 }
 

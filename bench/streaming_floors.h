@@ -36,11 +36,20 @@ struct StreamingShape {
 // only after one more table entry, named by the word's own first value: a translated column
 // knows its table entry only once its input is read, so a word of them waits on input -> table,
 // one entry a 16-byte word at the least (four indices may share a block).
+// hops = kLookups (cuda/lookup_floor/..., C4A builds): the translated floor with a table entry a
+// translated index instead of a word, as a C4A row's picks (four to a word, rarely in one
+// block) need: each of a translated word's four values adds the entry its low bits name in a
+// table of `lookup_entries` (a power of two: the build's block-table row, rounded up). Its
+// inputs are a hash of their place, not the 0x3c fill, so the lookups spread over the table as
+// a top-k's picks spread over its request's blocks. Every value is read, looked up and written
+// as the build's are; nothing is checked, masked or computed besides.
 class StreamingBytes {
  public:
   static constexpr StreamingShape kShapes[6] = {{1, 256}, {2, 256}, {4, 256}, {1, 32}, {2, 32}, {4, 32}};
   static constexpr int kTranslated = 3;
-  static constexpr int kMaxHops = kTranslated;
+  static constexpr int kLookups = 4;
+  static constexpr int kMaxHops = kLookups;
+  static constexpr int32_t kMaxLookupEntries = 1 << 16;
   StreamingBytes() = default;
   ~StreamingBytes();
   StreamingBytes(const StreamingBytes&) = delete;
@@ -48,17 +57,18 @@ class StreamingBytes {
   // Grows the buffers (synchronously) to hold the sizes; call before timing.
   void reserve(int64_t read_bytes, int64_t write_bytes);
   // One launch on `stream`; shape one of kShapes, hops 0 to kMaxHops, row_words >= 1 (the
-  // chained kernel's row), translated_bytes <= read_bytes (kTranslated); the sizes within
-  // reserve()'s.
+  // chained kernel's row), translated_bytes <= read_bytes (kTranslated, kLookups),
+  // lookup_entries a power of two <= kMaxLookupEntries (kLookups); the sizes within reserve()'s.
   void launch(void* stream, int64_t read_bytes, int64_t write_bytes, StreamingShape shape, int hops = 0,
-              int64_t row_words = 1, int64_t translated_bytes = 0);
+              int64_t row_words = 1, int64_t translated_bytes = 0, int32_t lookup_entries = 1);
 
  private:
   void* src_ = nullptr;
+  void* spread_src_ = nullptr;  // src_'s size, each int32 a hash of its place (kLookups)
   void* dst_ = nullptr;
   int64_t src_bytes_ = 0, dst_bytes_ = 0;
   void* plan_ = nullptr;   // int2 entries (chained kernel)
-  void* table_ = nullptr;  // int32 entries, zero
+  void* table_ = nullptr;  // int32 entries, zero (kMaxLookupEntries)
   int64_t plan_entries_ = 0;
 };
 
@@ -92,7 +102,7 @@ class StreamingSequence {
   ~StreamingSequence();
   StreamingSequence(const StreamingSequence&) = delete;
   StreamingSequence& operator=(const StreamingSequence&) = delete;
-  // Every build in order; shape one of StreamingBytes::kShapes, hops 0 to its kMaxHops.
+  // Every build in order; shape one of StreamingBytes::kShapes, hops 0 to kTranslated.
   void launch(void* stream, StreamingShape shape, int hops = 0);
   size_t size() const { return builds_.size(); }
 
