@@ -269,16 +269,19 @@ def ratio(peer_us, ours_us):
 
 
 TRANSLATED = 3  # chain_floor_rows' key of cuda/translated_floor/... (StreamingBytes::kTranslated)
-FLOOR_NAMES = {1: "1-read floor", 2: "2-read floor", TRANSLATED: "translated floor"}
+LOOKUPS = 4  # ... and of cuda/lookup_floor/... (StreamingBytes::kLookups)
+FLOOR_NAMES = {1: "1-read floor", 2: "2-read floor", TRANSLATED: "translated floor", LOOKUPS: "lookup floor"}
 
 
 def chain_floor_rows(runs):
     """A row per CUDA case with a chain floor (cuda/chain_floor/<hops>/<model>/<kind>/<case>, and
-    cuda/translated_floor/<model>/<kind>/<case> as hops TRANSLATED): its byte floor, chain floors
+    cuda/translated_floor/<model>/<kind>/<case> as hops TRANSLATED, cuda/lookup_floor/... as
+    LOOKUPS): its byte floor, chain floors
     by hops, our build and planned build, issue 8's target and where the target sits: below the
     1-read floor (no build can reach it as timed), below the 2-read floor (only a build whose
     columns need no table entry could), below the translated floor (only a build that knew a
-    table entry before reading the input that names it could), or above every floor."""
+    table entry before reading the input that names it could), below the lookup floor (only a
+    build that read fewer table entries than its picks name could), or above every floor."""
     rows = {}
     for name, r in runs.items():
         parts = name.split("/")
@@ -286,8 +289,9 @@ def chain_floor_rows(runs):
             continue
         if len(parts) == 6 and parts[1] == "chain_floor":
             rows.setdefault("/".join(parts[3:]), {})[int(parts[2])] = r["device_us"]
-        elif len(parts) == 5 and parts[1] == "translated_floor":
-            rows.setdefault("/".join(parts[2:]), {})[TRANSLATED] = r["device_us"]
+        elif len(parts) == 5 and parts[1] in ("translated_floor", "lookup_floor"):
+            hops = TRANSLATED if parts[1] == "translated_floor" else LOOKUPS
+            rows.setdefault("/".join(parts[2:]), {})[hops] = r["device_us"]
 
     def device_us(what, key):
         r = runs.get(f"cuda/{what}/{key}", {})
@@ -313,6 +317,7 @@ def chain_floor_lines(rows):
     if not rows:
         return []
     translated = any(TRANSLATED in r["hops_us"] for r in rows)
+    lookups = any(LOOKUPS in r["hops_us"] for r in rows)
     lines = ["- chain floors: the byte floor's kernel with each thread's writes after 1 or 2 dependent reads "
              "(the 8-byte plan entry of its row, rows as wide as the build's, read before its other reads, then a "
              "table entry it names), as a planned prefill row's outputs wait on plan -> block table and a "
@@ -324,14 +329,21 @@ def chain_floor_lines(rows):
                      "of the build's translated inputs (its top-k, a local-form decode row's indices) written only "
                      "after a table entry named by the word's own value, as a translated column knows its block "
                      "only once its input is read (one entry a word: four indices may share a block)")
+    if lookups:
+        lines.append("- lookup floor (cuda/lookup_floor/..., C4A): the translated floor with a table entry for each "
+                     "translated value instead of each word, from a table of the build's block-table row, the "
+                     "inputs' values spread over it, as a C4A row's picks (rarely four in one block) need")
     lines += ["", "| model | kind | case | byte floor us | 1-read floor us | 2-read floor us | "
-              + ("translated floor us | " if translated else "") + "ours us | planned us | target us | target |",
-              "|---|---|---|---:|---:|---:|" + ("---:|" if translated else "") + "---:|---:|---:|---|"]
+              + ("translated floor us | " if translated else "") + ("lookup floor us | " if lookups else "")
+              + "ours us | planned us | target us | target |",
+              "|---|---|---|---:|---:|---:|" + ("---:|" if translated else "") + ("---:|" if lookups else "")
+              + "---:|---:|---:|---|"]
     for r in rows:
         model, kind, case = r["key"].split("/")
         lines.append(f"| {model} | {kind} | {case} | {fmt(r['byte_us'], 2)} | {fmt(r['hops_us'].get(1), 2)} | "
                      f"{fmt(r['hops_us'].get(2), 2)} | "
                      + (f"{fmt(r['hops_us'].get(TRANSLATED), 2)} | " if translated else "")
+                     + (f"{fmt(r['hops_us'].get(LOOKUPS), 2)} | " if lookups else "")
                      + f"{fmt(r['ours_us'], 2)} | {fmt(r['planned_us'], 2)} | "
                      f"{fmt(r['target_us'], 1)} | {r['target_vs_floors']} |")
     lines.append("")

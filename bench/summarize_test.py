@@ -191,6 +191,27 @@ class ChainFloors(unittest.TestCase):
         row = next(line for line in lines if line.startswith("| flash | C4A | prefill8K |"))
         self.assertIn("| 11.30 | 11.70 |", row)
 
+    def test_the_lookup_floor_is_the_fourth_and_names_its_verdict(self):
+        runs = {"cuda/chain_floor/1/flash/C4A/prefill8K_ctx120K": {"device_us": 11.5},
+                "cuda/chain_floor/2/flash/C4A/prefill8K_ctx120K": {"device_us": 11.6},
+                "cuda/translated_floor/flash/C4A/prefill8K_ctx120K": {"device_us": 12.0},
+                "cuda/lookup_floor/flash/C4A/prefill8K_ctx120K": {"device_us": 12.4},
+                "cuda/translated_floor/flash/C4A/prefill8K": {"device_us": 11.3},
+                "cuda/lookup_floor/flash/C4A/prefill8K": {"error": "x"}}
+        rows = {r["key"]: r for r in summarize.chain_floor_rows(runs)}
+        self.assertEqual(rows["flash/C4A/prefill8K_ctx120K"]["hops_us"], {1: 11.5, 2: 11.6, 3: 12.0, 4: 12.4})
+        self.assertEqual(rows["flash/C4A/prefill8K_ctx120K"]["target_vs_floors"], "below the lookup floor")  # 12.3
+        self.assertEqual(rows["flash/C4A/prefill8K"]["hops_us"], {3: 11.3})  # a failed run is left out
+        self.assertEqual(rows["flash/C4A/prefill8K"]["target_vs_floors"], "above every floor")  # 11.6
+        lines = summarize.chain_floor_lines(list(rows.values()))
+        header = next(line for line in lines if line.startswith("| model |"))
+        self.assertIn("| translated floor us | lookup floor us |", header)
+        self.assertTrue(any(line.startswith("- lookup floor (cuda/lookup_floor/..., C4A)") for line in lines))
+        row = next(line for line in lines if line.startswith("| flash | C4A | prefill8K_ctx120K |"))
+        self.assertIn("| 12.00 | 12.40 |", row)
+        row = next(line for line in lines if line.startswith("| flash | C4A | prefill8K |"))
+        self.assertIn("| 11.30 | – |", row)
+
     def test_without_translated_floors_the_table_has_no_such_column(self):
         lines = summarize.chain_floor_lines(summarize.chain_floor_rows(self.RUNS))
         self.assertFalse(any("translated floor" in line for line in lines))
