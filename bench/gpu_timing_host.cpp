@@ -74,7 +74,7 @@ void DependentReadChain::launch(void*, int) { no_cuda("DependentReadChain::launc
 int32_t DependentReadChain::last_value() { no_cuda("DependentReadChain::last_value"); }
 StreamingBytes::~StreamingBytes() = default;
 void StreamingBytes::reserve(int64_t, int64_t) { no_cuda("StreamingBytes::reserve"); }
-void StreamingBytes::launch(void*, int64_t, int64_t, StreamingShape, int, int64_t, int64_t) {
+void StreamingBytes::launch(void*, int64_t, int64_t, StreamingShape, int, int64_t, int64_t, int32_t) {
   no_cuda("StreamingBytes::launch");
 }
 StreamingSequence::StreamingSequence(std::vector<StreamedBuild> builds) : builds_(std::move(builds)) {
