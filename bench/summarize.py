@@ -312,6 +312,19 @@ def chain_floor_rows(runs):
     return out
 
 
+def kernel_floor_targets(rows, targets):
+    """For each chain_floor_rows row with a kernel target: its highest measured floor against
+    the target, as a target line of its own. A floor that misses its target shows the target
+    out of reach as timed: no build of those bytes and dependencies can beat the floor."""
+    for r in rows:
+        if r["target_us"] is None or not r["hops_us"]:
+            continue
+        hops, floor_us = max(r["hops_us"].items(), key=lambda h: h[1])
+        model, kind, case = r["key"].split("/")
+        targets.append((f"{model} {kind} {case} build: its {FLOOR_NAMES[hops]}, device (a build can meet "
+                        "the target only if this does)", "cuda", floor_us, r["target_us"]))
+
+
 def chain_floor_lines(rows):
     """chain_floor_rows as a table (nothing when there are none)."""
     if not rows:
@@ -432,7 +445,9 @@ def kernel_section(doc, lines, targets, floor_notes, peer=None, peer_ctx=None):
                          f"{fmt(r.get('GBps'))} | {fmt(r.get('pct_of_copy_bw'))} | "
                          f"{fmt(r.get('host_us'), 2)} |" + extra)
         lines.append("")
-        lines += chain_floor_lines(chain_floor_rows(runs))
+        floor_rows = chain_floor_rows(runs)
+        lines += chain_floor_lines(floor_rows)
+        kernel_floor_targets(floor_rows, targets)
         lines += same_loop_lines(peer, peer_ctx, runs)
         floor_notes += floor_comparisons(kernels, launch_floors(runs))
         for prefix, model, kind, case, r in kernels:

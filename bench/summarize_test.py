@@ -212,6 +212,21 @@ class ChainFloors(unittest.TestCase):
         row = next(line for line in lines if line.startswith("| flash | C4A | prefill8K |"))
         self.assertIn("| 11.30 | – |", row)
 
+    def test_each_kernel_target_is_judged_against_its_highest_floor_too(self):
+        runs = {"cuda/chain_floor/2/flash/C4A/prefill8K_ctx120K": {"device_us": 11.9},
+                "cuda/translated_floor/flash/C4A/prefill8K_ctx120K": {"device_us": 11.8},
+                "cuda/lookup_floor/flash/C4A/prefill8K_ctx120K": {"device_us": 12.57},
+                "cuda/chain_floor/2/flash/C128A/prefill8K": {"device_us": 6.01},
+                "cuda/chain_floor/2/flash/C4A/prefill1K": {"device_us": 5.0}}
+        targets = []
+        summarize.kernel_floor_targets(summarize.chain_floor_rows(runs), targets)
+        got = {what: (value, target) for what, _, value, target in targets}
+        self.assertEqual(got, {
+            "flash C4A prefill8K_ctx120K build: its lookup floor, device (a build can meet the target "
+            "only if this does)": (12.57, 12.3),
+            "flash C128A prefill8K build: its 2-read floor, device (a build can meet the target "
+            "only if this does)": (6.01, 6.0)})
+
     def test_without_translated_floors_the_table_has_no_such_column(self):
         lines = summarize.chain_floor_lines(summarize.chain_floor_rows(self.RUNS))
         self.assertFalse(any("translated floor" in line for line in lines))
