@@ -8,6 +8,9 @@
 # CASE: a kernel_bench name below cuda/ (default: kernel_planned/flash/C4A/prefill8K
 # kernel_planned/flash/C128A/prefill8K_ctx120K kernel/flash/SWA-only/decode64_ctx8K). Writes
 # OUTDIR/ncu_<case>.txt (the report) and .ncu-rep (for the Nsight Compute GUI), build.log.
+# A floor's case (byte_floor/..., chain_floor/<1|2>/..., translated_floor/..., lookup_floor/...)
+# profiles its streaming kernel once in each of its shapes (StreamingBytes::kShapes, in that
+# order: the first timed iteration's launches), to set beside the build's profile.
 # PEER=1: the Triton peer too, on the same inputs (bench_inputs), each case's build profiled
 # the same way beside ours (OUTDIR/ncu_peer_<model>_<kind>_<case>.*): its engine kernel (no
 # error count), one timed call after an L2 flush, as run_peer.py times it. Needs python3 with
@@ -36,6 +39,9 @@ build=${BUILD_DIR:-build-profile}
 # the first launches of a case check it against the reference and, planned, write its plan:
 # skip them and profile one timed launch.
 kernels='regex:(mixed_sparse_indices_kernel|prefill_rows_kernel|decode_chunk_kernel|multi_build_kernel)'
+# A floor's launches: one warm-up of each shape, then each timed iteration one of each shape.
+floor_kernels='regex:(streaming_bytes_kernel|chained_bytes_kernel)'
+floor_shapes=6  # std::size(StreamingBytes::kShapes), bench/streaming_floors.h
 status=0
 summarize() {  # summarize LABEL NAME: the report's headline metrics on one line
   echo "== ncu $1: $(grep -E '^  [_a-zA-Z0-9]+kernel|Duration|Executed Ipc A|Issue Slots Busy|DRAM Throughput|Achieved Occupancy|Registers Per|Memory Throughput|L2 Hit Rate|Warp Cycles Per Issued' \
@@ -47,7 +53,12 @@ if [ "${PEER:-0}" = 1 ]; then
 fi
 for c in "${cases[@]}"; do
   name=$(echo "$c" | tr / _)
-  timeout 240 ncu --clock-control none --set full --import-source yes -k "$kernels" -s 6 -c 1 \
+  case $c in
+    byte_floor/* | chain_floor/* | translated_floor/* | lookup_floor/*)
+      filter=$floor_kernels skip=$floor_shapes count=$floor_shapes ;;
+    *) filter=$kernels skip=6 count=1 ;;
+  esac
+  timeout 240 ncu --clock-control none --set full --import-source yes -k "$filter" -s "$skip" -c "$count" \
     -o "$out/ncu_$name" -f ./"$build"/bench/kernel_bench --backends=cuda \
     --benchmark_filter="^cuda/$c/" > "$out/ncu_$name.log" 2>&1
   rc=$?
