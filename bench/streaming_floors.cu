@@ -255,10 +255,6 @@ StreamingBytes::~StreamingBytes() {
 
 void StreamingBytes::reserve(int64_t read_bytes, int64_t write_bytes) {
   if (read_bytes < 0 || write_bytes < 0) throw std::invalid_argument("StreamingBytes: negative size");
-  if (words_of(read_bytes) * 16 > src_bytes_) {  // grown below with src_
-    (void)cudaFree(spread_src_);
-    spread_src_ = nullptr;
-  }
   const auto grow = [](void*& p, int64_t& have, int64_t want) {
     want = words_of(want) * 16;
     if (want <= have) return;
@@ -268,9 +264,14 @@ void StreamingBytes::reserve(int64_t read_bytes, int64_t write_bytes) {
     p = filled_region(want, 0x3c);
     have = want;
   };
+  const int64_t src_had = src_bytes_;
   grow(src_, src_bytes_, read_bytes);
   grow(dst_, dst_bytes_, write_bytes);
-  if (spread_src_ == nullptr) spread_src_ = spread_region(src_bytes_);
+  if (spread_src_ == nullptr || src_bytes_ != src_had) {  // spread_src_ keeps src_'s size
+    (void)cudaFree(spread_src_);
+    spread_src_ = nullptr;
+    spread_src_ = spread_region(src_bytes_);
+  }
   const int64_t entries = chain_plan_entries(std::max(words_of(read_bytes), words_of(write_bytes)));
   if (entries > plan_entries_) {
     (void)cudaFree(plan_);
