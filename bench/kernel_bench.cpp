@@ -42,6 +42,11 @@
 // inputs (BuildBytes::translated_inputs) written only after a table entry its own value names,
 // as a translated column waits on input -> block table (StreamingBytes::kTranslated).
 // With --warm_l2 (a diagnostic): no L2 flush before the timed builds.
+// With --warm_code (a diagnostic): after each flush of a prefill-only CUDA case, before the head
+// start, an untimed build of kWarmCodeTokens rows of the same case shape (a step staged apart:
+// its own inputs, tables and outputs) by the same kernel and launch shape, so that the timed
+// build finds its kernel's code in the L2 and none of its data: what fetching a build's code
+// from DRAM after the flush costs it, against the default.
 // With --shape_sweep: cuda/shape/<threads per row>x<chunks>/<model>/<kind>/<case>, the target
 // cases of issue 8 with every compiled launch shape forced (the policy's tuning data).
 // Every staged case is first checked against the reference, element for element, with every
@@ -116,7 +121,14 @@ struct StagedLayer {
   int32_t width = 0;
   std::string error;  // non-empty: staging failed, or the last checked build disagrees
   std::set<std::string> verified;  // config keys whose build matched the reference
+  // --warm_code: the code warmer's step (a prefill-only case only) and request.
+  std::unique_ptr<StagedStep> code_warmer;
+  opt::BuildRequest code_warmer_request;
 };
+
+// Rows of --warm_code's warming build: enough to run every part of a row's code, a few
+// hundred KB of data.
+constexpr int32_t kWarmCodeTokens = 64;
 
 // Process-wide state besides bench_device(), torn down before it by the shared main().
 struct Run {
@@ -125,6 +137,7 @@ struct Run {
   std::map<std::string, std::unique_ptr<opt::MixedSparseIndicesBuilder>> builders;  // by backend + shape
   StagedLayer staged;  // the most recent config only
   bool warm_l2 = false;  // --warm_l2: no flush before a timed build (a diagnostic: cold vs warm)
+  bool warm_code = false;  // --warm_code: the build's code warmed after the flush (a diagnostic)
   bool shape_sweep = false;  // --shape_sweep: every compiled launch shape on the target cases
   // --programmatic_launch: the timed builds launched as the Python package and the step
   // launch them (programmatic dependent launch) instead of plainly, as the peer is.
@@ -246,6 +259,15 @@ StagedLayer& staged_layer(const KernelConfig& cfg) {
       current.bytes = build_bytes(ref_inputs);
       current.lookup_entries = lookup_floor_entries(ref_inputs);
       current.want = ref::build_mixed_sparse_indices(ref_inputs);
+      const harness::StepShape& shape = bench_case(cfg.case_name).shape;
+      if (run().warm_code && cfg.backend == opt::Backend::kCuda && shape.num_decodes == 0) {
+        harness::StepShape small = shape;
+        small.num_prefills = 1;
+        small.prefill_tokens_each = std::min(kWarmCodeTokens, shape.prefill_tokens_each);
+        current.code_warmer = stage_step(cfg.backend, small, schedule, /*keep_host=*/false);
+        current.code_warmer_request = opt::layer_build_request(
+            current.code_warmer->staged->inputs(), schedule.compress_ratios[0], current.code_warmer->staged->c4a(0));
+      }
     } catch (const std::exception& e) {
       current.error = cfg.key() + ": staging failed: " + e.what();
       return current;
@@ -304,10 +326,22 @@ void BM_kernel(benchmark::State& state, KernelConfig cfg) {
   int64_t n = 0;
   bool failed = false;
   const opt::BuildRequest request = timed_request(cfg, s);
+  // --warm_code: the warming build takes the timed build's kernel and launch shape (the
+  // policy's for these prefill-only rows), from a builder of its own (its own outputs). Not for
+  // forced shapes, whose builder is the warmer's.
+  opt::MixedSparseIndicesBuilder* warmer = nullptr;
+  if (s.code_warmer != nullptr && cfg.shape.group_threads == 0) {
+    warmer = &builder(cfg.backend, kernels::choose_launch_shape(request.num_tokens, s.width / 4,
+                                                                bench_device().gpu.sm_count));
+  }
   for (auto _ : state) {
     try {
       if (cuda) {
         if (!run().warm_l2) bench_device().flusher->flush(stream);
+        if (warmer != nullptr) {
+          (void)warmer->build(s.code_warmer_request);
+          warmer->release_outputs();
+        }
         gpu_busy_wait_ns(stream, kHeadStartNs);
         timer->start(stream);
       }
@@ -766,6 +800,7 @@ BenchProgram bench_program() {
   p.take_flags = [](int* argc, char** argv) {
     run().shape_sweep = take_flag(argc, argv, "--shape_sweep");
     run().warm_l2 = take_flag(argc, argv, "--warm_l2");
+    run().warm_code = take_flag(argc, argv, "--warm_code");
     run().programmatic_launch = take_flag(argc, argv, "--programmatic_launch");
     run().gathered_lookups = !take_flag(argc, argv, "--no_gathered_lookups");
   };
@@ -780,6 +815,10 @@ BenchProgram bench_program() {
     if (r.warm_l2) {
       std::printf("kernel_bench: --warm_l2: builds are timed WITHOUT an L2 flush (diagnostic only)\n");
       benchmark::AddCustomContext("dsv4_warm_l2", "true");
+    }
+    if (r.warm_code) {
+      std::printf("kernel_bench: --warm_code: each prefill-only build's code warmed after the flush (diagnostic only)\n");
+      benchmark::AddCustomContext("dsv4_warm_code", "true");
     }
     if (backends.cuda) {
       const L2Flusher& flusher = *bench_device().flusher;

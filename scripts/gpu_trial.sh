@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # A kernel trial in one device call: kernel_bench built once per variant (in parallel), then
 # run ROUNDS times with the variants alternating (reversed every other round), and
-# compared with bench/compare_ab.py against the first variant. A variant is NAME, NAME:CUDA
-# or NAME:CUDA:CXX, where CUDA and CXX are compile flags (the compile definitions of a trial
-# patch in the working tree: CUDA for the kernels, CXX for host code such as kernel_bench).
+# compared with bench/compare_ab.py against the first variant. A variant is NAME, NAME:CUDA,
+# NAME:CUDA:CXX or NAME:CUDA:CXX:ARGS, where CUDA and CXX are compile flags (the compile
+# definitions of a trial patch in the working tree: CUDA for the kernels, CXX for host code such
+# as kernel_bench) and ARGS the benchmark's own flags for a run-time A/B (e.g. kernel_bench's
+# --warm_code). Variants of the same compile flags share one binary.
 # kernel_bench checks every build against the reference before timing it, as always.
 # Writes OUTDIR/<variant>_<round>.{json,txt}, build_<variant>.log, compare.txt, nvidia-smi.txt
 # (ARCHIVE=1: all but compare.txt packed into OUTDIR/logs.tar.gz, for a device call).
@@ -28,15 +30,26 @@ deps_from_env
 nvidia-smi > "$out/nvidia-smi.txt" 2>&1
 bench=${BENCH:-kernel_bench}
 names=()
-jobs=$(($(nproc) / $#))
+declare -A build_of args_of  # variant -> its build folder, its run-time flags
+declare -A built             # build folder -> the first variant that builds it
+for spec in "$@"; do
+  IFS=: read -r name cuda cxx run_args <<< "$spec"
+  names+=("$name")
+  dir=build-trial-$(printf '%s' "${cuda:-}|${cxx:-}" | sha1sum | cut -c1-10)
+  build_of[$name]=$dir
+  args_of[$name]=${run_args:-}
+  [ -n "${built[$dir]:-}" ] || built[$dir]=$name
+done
+jobs=$(($(nproc) / ${#built[@]}))
 [ "$jobs" -ge 2 ] || jobs=2
 start=$SECONDS
 for spec in "$@"; do
-  IFS=: read -r name cuda cxx <<< "$spec"
-  names+=("$name")
-  { cmake -S . -B "build-trial-$name" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDSV4_CUDA=ON \
+  IFS=: read -r name cuda cxx run_args <<< "$spec"
+  dir=${build_of[$name]}
+  [ "${built[$dir]}" = "$name" ] || continue
+  { cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDSV4_CUDA=ON \
       -DCMAKE_CUDA_ARCHITECTURES=90 "-DCMAKE_CUDA_FLAGS=${cuda:-}" "-DCMAKE_CXX_FLAGS=${cxx:-}" "${deps_args[@]}" &&
-    cmake --build "build-trial-$name" -j "$jobs" --target "$bench"; } > "$out/build_$name.log" 2>&1 &
+    cmake --build "$dir" -j "$jobs" --target "$bench"; } > "$out/build_$name.log" 2>&1 &
 done
 wait
 echo "builds: $((SECONDS - start)) s"
@@ -50,9 +63,10 @@ for ((round = 1; round <= ${ROUNDS:-2}; ++round)); do
     for ((i = ${#names[@]} - 1; i >= 0; --i)); do order+=("${names[$i]}"); done
   fi
   for name in "${order[@]}"; do
-    exe=build-trial-$name/bench/$bench
-    [ -x "$exe" ] || { echo "$name: build failed"; tail -20 "$out/build_$name.log"; status=1; continue; }
-    timeout "${TIMEOUT:-150}" "$exe" --backends=cuda --benchmark_repetitions="${REPS:-3}" --benchmark_display_aggregates_only=true \
+    exe=${build_of[$name]}/bench/$bench
+    [ -x "$exe" ] || { echo "$name: build failed"; tail -20 "$out/build_${built[${build_of[$name]}]}.log"; status=1; continue; }
+    # shellcheck disable=SC2086  # ARGS: several flags
+    timeout "${TIMEOUT:-150}" "$exe" ${args_of[$name]} --backends=cuda --benchmark_repetitions="${REPS:-3}" --benchmark_display_aggregates_only=true \
       --benchmark_filter="$filter" --benchmark_out="$out/${name}_$round.json" --benchmark_out_format=json \
       > "$out/${name}_$round.txt" 2>&1
     rc=$?
