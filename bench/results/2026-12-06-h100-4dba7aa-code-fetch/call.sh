@@ -2,7 +2,8 @@
 # One device call (forty-second session): (1) what fetching a build's code from DRAM costs it,
 # as a same-binary A/B: kernel_bench as always against kernel_bench --warm_code (the same
 # kernel run on a 64-row step staged apart after each flush, so that the timed build finds its
-# code in the L2 and none of its data); (2) Nsight of ours, its floors and the peer, with the
+# code in the L2 and none of its data), beside the same for a kernel of less code
+# (DSV4_TRIAL_COMPACT_PASSES: one copy of each pass's code, 12-13 KB against 16.8); (2) Nsight of ours, its floors and the peer, with the
 # raw stall metrics (instruction fetch among them) and each kernel's code size. On an H200 (2)
 # is also the owed Nsight of Flash C4A 8K beside its lookup floor.
 set -uo pipefail
@@ -11,9 +12,10 @@ start=$SECONDS
 nvidia-smi --query-gpu=name,driver_version,uuid,clocks.max.sm --format=csv,noheader > "$out/gpu.txt"
 filter='cuda/kernel(_planned)?/(flash/(C4A|C128A)/prefill8K(_ctx120K)?|pro/C4A/prefill8K)/'
 ARCHIVE=1 ROUNDS=2 REPS=3 TIMEOUT=120 DEPS=$PWD/.deps scripts/gpu_trial.sh "$out/trial" "$filter" \
-  base warm:::--warm_code > "$out/trial.log" 2>&1
+  base warm:::--warm_code compact:-DDSV4_TRIAL_COMPACT_PASSES=1 compactwarm:-DDSV4_TRIAL_COMPACT_PASSES=1::--warm_code \
+  > "$out/trial.log" 2>&1
 echo "trial rc=$? at $((SECONDS - start)) s" >> "$out/trial.log"
-dir=$(ls -d build-trial-* | head -1)
+dir=$(grep -l 'CMAKE_CUDA_FLAGS:STRING=$' build-trial-*/CMakeCache.txt | head -1 | xargs dirname)
 cases=(kernel_planned/flash/C4A/prefill8K lookup_floor/flash/C4A/prefill8K
        kernel_planned/flash/C128A/prefill8K_ctx120K translated_floor/flash/C128A/prefill8K_ctx120K)
 prof=/tmp/prof
