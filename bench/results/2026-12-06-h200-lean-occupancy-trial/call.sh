@@ -1,22 +1,32 @@
 #!/usr/bin/env bash
-# One device call (forty-second session), for an H200 only (another card ends at once): do 20
+# One device call (forty-second session), meant for an H200 (another card runs decnoreq alone): do 20
 # rows an SM without spills (lean_all.patch, applied in the working tree for this call) gain on
 # the H200, whose bandwidth needs more bytes in flight than the H100's, where they lost
 # (../2026-12-06-h100-9d0c1d2-wide-gather-trial/)? Variants: main; main under a 48-register
 # cap (5 CTAs of 256 an SM, spills); the lean knobs at main's cap (4 CTAs: 16 rows an SM) and at
 # 5 (20 rows; no spill but in the gathered-lookups kernel, 32 bytes: so main and leanall5 also
 # run with --no_gathered_lookups, whose default kernel for C128A after 120K fits 48 registers).
+# decnoreq (decode_no_request.patch, also applied): an unchecked decode row that looks nothing
+# up does not read token_to_req (the SWA-only decode, where the peer leads by ~0.1 us; its
+# byte and 1-read floors differ by about that). On another card only decnoreq is run.
 # Then, time permitting, the owed H200 Nsight of Flash C4A 8K beside its lookup floor.
 set -uo pipefail
 out=${OUT:?}
 start=$SECONDS
 nvidia-smi --query-gpu=name,driver_version,uuid,clocks.max.sm --format=csv,noheader > "$out/gpu.txt"
-grep -q H200 "$out/gpu.txt" || { echo "not an H200: nothing run" >> "$out/gpu.txt"; exit 0; }
+if ! grep -q H200 "$out/gpu.txt"; then  # another card: the decode trial alone
+  ARCHIVE=1 ROUNDS=3 REPS=3 TIMEOUT=120 DEPS=$PWD/.deps scripts/gpu_trial.sh "$out/trial" \
+    'cuda/kernel/flash/(SWA-only|C128A)/decode64_ctx8K/' base decnoreq:-DDSV4_TRIAL_DECODE_NO_REQUEST=1 \
+    > "$out/trial.log" 2>&1
+  echo "trial rc=$? at $((SECONDS - start)) s" >> "$out/trial.log"
+  exit 0
+fi
 lean='-DDSV4_TRIAL_LEAN_ALL=1 -DDSV4_TRIAL_LEAN_EARLY_LENS=1 -DDSV4_TRIAL_LEAN_WINDOW_FIRST=1'
-filter='cuda/kernel(_planned)?/(flash/C4A/prefill8K|flash/C128A/prefill8K_ctx120K|pro/C4A/prefill8K)/'
+filter='cuda/kernel(_planned)?/(flash/C4A/prefill8K|flash/C128A/prefill8K_ctx120K|pro/C4A/prefill8K|flash/(SWA-only|C128A)/decode64_ctx8K)/'
 ARCHIVE=1 ROUNDS=2 REPS=3 TIMEOUT=120 DEPS=$PWD/.deps scripts/gpu_trial.sh "$out/trial" "$filter" \
   base basenog:::--no_gathered_lookups base5:-DDSV4_MIN_CTAS_PER_SM=5 "leanall4:$lean -DDSV4_MIN_CTAS_PER_SM=4" \
   "leanall5:$lean -DDSV4_MIN_CTAS_PER_SM=5" "leanall5nog:$lean -DDSV4_MIN_CTAS_PER_SM=5::--no_gathered_lookups" \
+  decnoreq:-DDSV4_TRIAL_DECODE_NO_REQUEST=1 \
   > "$out/trial.log" 2>&1
 echo "trial rc=$? at $((SECONDS - start)) s" >> "$out/trial.log"
 left=$((570 - (SECONDS - start)))
