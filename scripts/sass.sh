@@ -23,7 +23,9 @@ for tool in nvdisasm cuobjdump; do
 done
 bin=$(dirname "$(ls .tools/nvidia/cu*/bin/nvdisasm | head -1)")
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-"$nvcc" "$@" -I. -O3 -DNDEBUG -std=c++17 -arch=sm_90 -cubin -x cu kernels/mixed_sparse_indices.cu -o "$out/kernels.cubin"
+# (the build's warning flags too, so that a trial that compiles here compiles there)
+"$nvcc" "$@" -I. -O3 -DNDEBUG -std=c++17 -arch=sm_90 -lineinfo -Werror=all-warnings -Xcompiler=-Wall,-Wextra \
+  -cubin -x cu kernels/mixed_sparse_indices.cu -o "$out/kernels.cubin"
 "$bin/nvdisasm" -c "$out/kernels.cubin" > "$out/kernels.sass"
 # "Function <mangled>:" then "REG:n STACK:n SHARED:n ..." -> "REG:n STACK:n SHARED:n <demangled>"
 "$bin/cuobjdump" --dump-resource-usage "$out/kernels.cubin" |
