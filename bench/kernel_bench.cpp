@@ -248,8 +248,8 @@ StagedLayer& staged_layer(const KernelConfig& cfg) {
     try {
       const ref::ModelSchedule schedule =
           single_layer_schedule(model_schedule(cfg.model), cfg.kind);
-      current.staged =
-          stage_step(cfg.backend, bench_case(cfg.case_name).shape, schedule, /*keep_host=*/true);
+      const harness::StepShape& shape = bench_case(cfg.case_name).shape;
+      current.staged = stage_step(cfg.backend, shape, schedule, /*keep_host=*/true);
       const StagedStep& s = *current.staged;
       const ref::BuilderInputs ref_inputs = bench_layer_inputs(s.step, schedule, s.c4a_per_layer, 0);
       current.request = opt::layer_build_request(s.staged->inputs(), schedule.compress_ratios[0],
@@ -259,7 +259,6 @@ StagedLayer& staged_layer(const KernelConfig& cfg) {
       current.bytes = build_bytes(ref_inputs);
       current.lookup_entries = lookup_floor_entries(ref_inputs);
       current.want = ref::build_mixed_sparse_indices(ref_inputs);
-      const harness::StepShape& shape = bench_case(cfg.case_name).shape;
       if (run().warm_code && cfg.backend == opt::Backend::kCuda && shape.num_decodes == 0) {
         harness::StepShape small = shape;
         small.num_prefills = 1;

@@ -269,7 +269,7 @@ void StreamingBytes::reserve(int64_t read_bytes, int64_t write_bytes) {
   grow(dst_, dst_bytes_, write_bytes);
   if (spread_src_ == nullptr || src_bytes_ != src_had) {  // spread_src_ keeps src_'s size
     (void)cudaFree(spread_src_);
-    spread_src_ = nullptr;
+    spread_src_ = nullptr;  // not left dangling if spread_region throws
     spread_src_ = spread_region(src_bytes_);
   }
   const int64_t entries = chain_plan_entries(std::max(words_of(read_bytes), words_of(write_bytes)));

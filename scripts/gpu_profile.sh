@@ -30,6 +30,9 @@ cd "$(dirname "$0")/.." || exit 2
 # shellcheck source=scripts/archive_outputs.sh
 . scripts/archive_outputs.sh
 deps_from_env
+# std::size(StreamingBytes::kShapes), read from its declaration in bench/streaming_floors.h
+floor_shapes=$(grep -o 'kShapes\[[0-9]*\]' bench/streaming_floors.h | head -1 | tr -dc 0-9)
+[ -n "$floor_shapes" ] || { echo "gpu_profile.sh: no kShapes[N] in bench/streaming_floors.h" >&2; exit 2; }
 build=${BUILD_DIR:-build-profile}
 { cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDSV4_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES=90 "${deps_args[@]}" &&
@@ -41,9 +44,6 @@ build=${BUILD_DIR:-build-profile}
 kernels='regex:(mixed_sparse_indices_kernel|prefill_rows_kernel|decode_chunk_kernel|multi_build_kernel)'
 # A floor's launches: one warm-up of each shape, then each timed iteration one of each shape.
 floor_kernels='regex:(streaming_bytes_kernel|chained_bytes_kernel)'
-# std::size(StreamingBytes::kShapes), read from its declaration in bench/streaming_floors.h
-floor_shapes=$(grep -o 'kShapes\[[0-9]*\]' bench/streaming_floors.h | head -1 | tr -dc 0-9)
-[ -n "$floor_shapes" ] || { echo "gpu_profile.sh: no kShapes[N] in bench/streaming_floors.h" >&2; exit 2; }
 status=0
 summarize() {  # summarize LABEL NAME: the report's headline metrics on one line
   echo "== ncu $1: $(grep -E '^  [_a-zA-Z0-9]+kernel|Duration|Executed Ipc A|Issue Slots Busy|DRAM Throughput|Achieved Occupancy|Registers Per|Memory Throughput|L2 Hit Rate|Warp Cycles Per Issued' \

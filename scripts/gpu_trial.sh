@@ -30,26 +30,24 @@ deps_from_env
 nvidia-smi > "$out/nvidia-smi.txt" 2>&1
 bench=${BENCH:-kernel_bench}
 names=()
-declare -A build_of args_of  # variant -> its build folder, its run-time flags
-declare -A built             # build folder -> the first variant that builds it
+declare -A build_of args_of    # variant -> its build folder, its run-time flags
+declare -A built cuda_of cxx_of  # build folder -> the first variant that builds it, its flags
 for spec in "$@"; do
   IFS=: read -r name cuda cxx run_args <<< "$spec"
   names+=("$name")
   dir=build-trial-$(printf '%s' "${cuda:-}|${cxx:-}" | sha1sum | cut -c1-10)
   build_of[$name]=$dir
   args_of[$name]=${run_args:-}
-  [ -n "${built[$dir]:-}" ] || built[$dir]=$name
+  [ -n "${built[$dir]:-}" ] || { built[$dir]=$name; cuda_of[$dir]=${cuda:-}; cxx_of[$dir]=${cxx:-}; }
 done
 jobs=$(($(nproc) / ${#built[@]}))
 [ "$jobs" -ge 2 ] || jobs=2
 start=$SECONDS
-for spec in "$@"; do
-  IFS=: read -r name cuda cxx run_args <<< "$spec"
-  dir=${build_of[$name]}
-  [ "${built[$dir]}" = "$name" ] || continue
+for dir in "${!built[@]}"; do
   { cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDSV4_CUDA=ON \
-      -DCMAKE_CUDA_ARCHITECTURES=90 "-DCMAKE_CUDA_FLAGS=${cuda:-}" "-DCMAKE_CXX_FLAGS=${cxx:-}" "${deps_args[@]}" &&
-    cmake --build "$dir" -j "$jobs" --target "$bench"; } > "$out/build_$name.log" 2>&1 &
+      -DCMAKE_CUDA_ARCHITECTURES=90 "-DCMAKE_CUDA_FLAGS=${cuda_of[$dir]}" "-DCMAKE_CXX_FLAGS=${cxx_of[$dir]}" \
+      "${deps_args[@]}" &&
+    cmake --build "$dir" -j "$jobs" --target "$bench"; } > "$out/build_${built[$dir]}.log" 2>&1 &
 done
 wait
 echo "builds: $((SECONDS - start)) s"
