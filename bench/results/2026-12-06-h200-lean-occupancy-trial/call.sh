@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call (forty-second session), meant for an H200 (another card runs decnoreq alone, and the peer): do 20
+# One device call (forty-second session), meant for an H200 (another card ends the call at once): do 20
 # rows an SM without spills (lean_all.patch, applied in the working tree for this call) gain on
 # the H200, whose bandwidth needs more bytes in flight than the H100's, where they lost
 # (../2026-12-06-h100-9d0c1d2-wide-gather-trial/)? Variants: main; main under a 48-register
@@ -8,24 +8,14 @@
 # run with --no_gathered_lookups, whose default kernel for C128A after 120K fits 48 registers).
 # decnoreq (decode_no_request.patch, also applied): an unchecked decode row that looks nothing
 # up does not read token_to_req (the SWA-only decode, where the peer leads by ~0.1 us; its
-# byte and 1-read floors differ by about that). On another card only decnoreq is run.
+# byte and 1-read floors differ by about that).
 # Then, time permitting, the owed H200 Nsight of Flash C4A 8K beside its lookup floor.
 set -uo pipefail
 out=${OUT:?}
 start=$SECONDS
 nvidia-smi --query-gpu=name,driver_version,uuid,clocks.max.sm --format=csv,noheader > "$out/gpu.txt"
-if ! grep -q H200 "$out/gpu.txt"; then  # another card: the decode trial alone
-  ARCHIVE=1 ROUNDS=3 REPS=3 TIMEOUT=120 DEPS=$PWD/.deps scripts/gpu_trial.sh "$out/trial" \
-    'cuda/kernel/flash/(SWA-only|C128A)/decode64_ctx8K/' base decnoreq:-DDSV4_TRIAL_DECODE_NO_REQUEST=1 \
-    > "$out/trial.log" 2>&1
-  echo "trial rc=$? at $((SECONDS - start)) s" >> "$out/trial.log"
-  # The peer on the same decode builds, the same card (its inputs exported by bench_inputs).
-  dir=$(grep -l 'CMAKE_CUDA_FLAGS:STRING=$' build-trial-*/CMakeCache.txt | head -1 | xargs dirname)
-  { cmake --build "$dir" --target bench_inputs &&
-    "$dir/bench/bench_inputs" --out /tmp/peer_inputs --filter 'flash/(SWA-only|C128A)/decode64_ctx8K' &&
-    timeout 150 python3 bench/peer/run_peer.py --inputs /tmp/peer_inputs --out "$out/peer"; } > "$out/peer.log" 2>&1
-  echo "peer rc=$? at $((SECONDS - start)) s" >> "$out/peer.log"
-  exit 0
+if ! grep -q H200 "$out/gpu.txt"; then  # another card: the decode trial ran on an H100
+  exit 0                                  # (../2026-12-06-h100-5833f05-decode-no-request/)
 fi
 lean='-DDSV4_TRIAL_LEAN_ALL=1 -DDSV4_TRIAL_LEAN_EARLY_LENS=1 -DDSV4_TRIAL_LEAN_WINDOW_FIRST=1'
 filter='cuda/kernel(_planned)?/(flash/C4A/prefill8K|flash/C128A/prefill8K_ctx120K|pro/C4A/prefill8K|flash/(SWA-only|C128A)/decode64_ctx8K)/'
