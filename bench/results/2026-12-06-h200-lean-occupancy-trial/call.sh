@@ -6,9 +6,8 @@
 # cap (5 CTAs of 256 an SM, spills); the lean knobs at main's cap (4 CTAs: 16 rows an SM) and at
 # 5 (20 rows; no spill but in the gathered-lookups kernel, 32 bytes: so main and leanall5 also
 # run with --no_gathered_lookups, whose default kernel for C128A after 120K fits 48 registers).
-# decnoreq (decode_no_request.patch, also applied): an unchecked decode row that looks nothing
-# up does not read token_to_req (the SWA-only decode, where the peer leads by ~0.1 us; its
-# byte and 1-read floors differ by about that).
+# The wide-gather kernel's peer shape too (below). (decnoreq, decode_no_request.patch, ran on an
+# H100 and gained nothing: ../2026-12-06-h100-5833f05-decode-no-request/.)
 # Then, time permitting, the owed H200 Nsight of Flash C4A 8K beside its lookup floor.
 set -uo pipefail
 out=${OUT:?}
@@ -18,11 +17,15 @@ if ! grep -q H200 "$out/gpu.txt"; then  # another card: the decode trial ran on 
   exit 0                                  # (../2026-12-06-h100-5833f05-decode-no-request/)
 fi
 lean='-DDSV4_TRIAL_LEAN_ALL=1 -DDSV4_TRIAL_LEAN_EARLY_LENS=1 -DDSV4_TRIAL_LEAN_WINDOW_FIRST=1'
-filter='cuda/kernel(_planned)?/(flash/C4A/prefill8K|flash/C128A/prefill8K_ctx120K|pro/C4A/prefill8K|flash/(SWA-only|C128A)/decode64_ctx8K)/'
+filter='cuda/kernel(_planned)?/(flash/C4A/prefill8K|flash/C128A/prefill8K_ctx120K|pro/C4A/prefill8K)/'
+# The wide-gather trial kernel (in lean_all.patch too): the gathered builds (C128A after 120K) in
+# the peer's shape, 128 threads a row with the whole row in flight, at 4 and 5 CTAs an SM (no
+# spill); ctl4 is that kernel at main's shape, the control for its placement as a kernel apart.
+W() { echo "$1:-DDSV4_TRIAL_WIDE_GATHER=$2 -DDSV4_TRIAL_WIDE_CHUNKS=$3 -DDSV4_TRIAL_WIDE_MIN_CTAS=$4 -DDSV4_TRIAL_WIDE_ONE_PASS=$5"; }
 ARCHIVE=1 ROUNDS=2 REPS=3 TIMEOUT=120 DEPS=$PWD/.deps scripts/gpu_trial.sh "$out/trial" "$filter" \
   base basenog:::--no_gathered_lookups base5:-DDSV4_MIN_CTAS_PER_SM=5 "leanall4:$lean -DDSV4_MIN_CTAS_PER_SM=4" \
   "leanall5:$lean -DDSV4_MIN_CTAS_PER_SM=5" "leanall5nog:$lean -DDSV4_MIN_CTAS_PER_SM=5::--no_gathered_lookups" \
-  decnoreq:-DDSV4_TRIAL_DECODE_NO_REQUEST=1 \
+  "$(W ctl4 64 2 4 0)" "$(W w128c3m4 128 3 4 1)" "$(W w128c3m5 128 3 5 1)" \
   > "$out/trial.log" 2>&1
 echo "trial rc=$? at $((SECONDS - start)) s" >> "$out/trial.log"
 left=$((570 - (SECONDS - start)))
