@@ -29,7 +29,7 @@ ARCHIVE=1 ROUNDS=2 REPS=3 TIMEOUT=120 DEPS=$PWD/.deps scripts/gpu_trial.sh "$out
   "$(W ctl4 64 2 4 0)" "$(W w128c3m4 128 3 4 1)" "$(W w128c3m5 128 3 5 1)" \
   > "$out/trial.log" 2>&1
 echo "trial rc=$? at $((SECONDS - start)) s" >> "$out/trial.log"
-left=$((570 - (SECONDS - start)))
+left=$((${LIMIT:-570} - (SECONDS - start)))  # LIMIT: the call's seconds for trial and profile
 if [ "$left" -gt 90 ]; then
   dir=$(grep -l 'CMAKE_CUDA_FLAGS:STRING=$' build-trial-*/CMakeCache.txt | head -1 | xargs dirname)
   ARCHIVE=1 BUILD_DIR=$dir DEPS=$PWD/.deps timeout "$left" scripts/gpu_profile.sh "$out/prof" \
