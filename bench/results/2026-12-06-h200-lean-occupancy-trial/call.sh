@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call (forty-second session), meant for an H200 (another card ends the call at once): do 20
+# One device call (forty-second session), meant for an H200 (another card runs ../2026-12-06-positional-c128a-trial/call.sh): do 20
 # rows an SM without spills (lean_all.patch, applied in the working tree for this call) gain on
 # the H200, whose bandwidth needs more bytes in flight than the H100's, where they lost
 # (../2026-12-06-h100-9d0c1d2-wide-gather-trial/)? Variants: main; the lean knobs at main's cap (4 CTAs: 16 rows an SM) and at
@@ -14,8 +14,8 @@ set -uo pipefail
 out=${OUT:?}
 start=$SECONDS
 nvidia-smi --query-gpu=name,driver_version,uuid,clocks.max.sm --format=csv,noheader > "$out/gpu.txt"
-if ! grep -q H200 "$out/gpu.txt"; then  # another card: the decode trial ran on an H100
-  exit 0                                  # (../2026-12-06-h100-5833f05-decode-no-request/)
+if ! grep -q H200 "$out/gpu.txt"; then  # another card: the positional C128A trial, which any card
+  exec bash bench/results/2026-12-06-positional-c128a-trial/call.sh  # answers (its patch applied too)
 fi
 lean='-DDSV4_TRIAL_LEAN_ALL=1 -DDSV4_TRIAL_LEAN_EARLY_LENS=1 -DDSV4_TRIAL_LEAN_WINDOW_FIRST=1'
 filter='cuda/kernel(_planned)?/(flash/C4A/prefill8K|flash/C128A/prefill8K_ctx120K|pro/C4A/prefill8K)/'
