@@ -23,8 +23,11 @@ for tool in nvdisasm cuobjdump; do
 done
 bin=$(dirname "$(ls .tools/nvidia/cu*/bin/nvdisasm | head -1)")
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-# (the build's warning flags too, so that a trial that compiles here compiles there)
-"$nvcc" "$@" -I. -O3 -DNDEBUG -std=c++17 -arch=sm_90 -lineinfo -Werror=all-warnings -Xcompiler=-Wall,-Wextra \
+# The build's CUDA warning flags (DSV4_CUDA_WARNINGS, read from CMakeLists.txt), so that a trial
+# that compiles here compiles there.
+read -ra warnings <<< "$(sed -n 's/^set(DSV4_CUDA_WARNINGS \(.*\))$/\1/p' CMakeLists.txt)"
+[ "${#warnings[@]}" -gt 0 ] || { echo "sass.sh: no set(DSV4_CUDA_WARNINGS ...) in CMakeLists.txt" >&2; exit 2; }
+"$nvcc" "$@" -I. -O3 -DNDEBUG -std=c++17 -arch=sm_90 -lineinfo "${warnings[@]}" \
   -cubin -x cu kernels/mixed_sparse_indices.cu -o "$out/kernels.cubin"
 "$bin/nvdisasm" -c "$out/kernels.cubin" > "$out/kernels.sass"
 # "Function <mangled>:" then "REG:n STACK:n SHARED:n ..." -> "REG:n STACK:n SHARED:n <demangled>"

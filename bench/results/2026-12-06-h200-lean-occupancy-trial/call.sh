@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call (forty-second session), meant for an H200 (another card runs ../2026-12-06-positional-c128a-trial/call.sh): do 20
+# One device call (forty-second session), meant for an H200 (another card ends it at once, below): do 20
 # rows an SM without spills (lean_all.patch, applied in the working tree for this call) gain on
 # the H200, whose bandwidth needs more bytes in flight than the H100's, where they lost
 # (../2026-12-06-h100-9d0c1d2-wide-gather-trial/)? Variants: main; the lean knobs at main's cap (4 CTAs: 16 rows an SM) and at
