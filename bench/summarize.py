@@ -33,6 +33,10 @@ KERNEL_TARGETS_US = {"flash/SWA-only/prefill8K": 4.5, "flash/SWA-only/decode64_c
 # the peer's step captured in a CUDA graph in the same run; judged on our eager step and on our
 # step graph (graph_section).
 STEP_WALL_TARGETS_US = {"flash": 230.0, "pro": 560.0}
+# Issue 8: builds whose byte floor takes at least COPY_TARGET_MIN_FLOOR_US move their bytes at
+# COPY_TARGET_SHARE or more of the run's copy bandwidth.
+COPY_TARGET_SHARE = 0.8
+COPY_TARGET_MIN_FLOOR_US = 10.0
 STEP_TARGET_CASE = "prefill8K"
 
 KIND_ORDER = {"SWA-only": 0, "C4A": 1, "C128A": 2}
@@ -325,6 +329,34 @@ def kernel_floor_targets(rows, targets):
                         "the target only if this does)", "cuda", floor_us, r["target_us"]))
 
 
+def copy_bandwidth_targets(runs, targets):
+    """Issue 8's bandwidth target as device-us target lines: each CUDA build whose measured byte
+    floor (cuda/byte_floor/...) takes >= COPY_TARGET_MIN_FLOOR_US must move its bytes at
+    COPY_TARGET_SHARE of the run's copy bandwidth or more, i.e. take at most bytes / (share x
+    copy). Judged on the build, on its planned form, and on its byte floor: a floor that misses
+    shows the target out of reach as timed."""
+    for name, r in runs.items():
+        parts = name.split("/")
+        if len(parts) != 5 or parts[:2] != ["cuda", "kernel"] or "error" in r:
+            continue
+        key = "/".join(parts[2:])
+        floor = runs.get(f"cuda/byte_floor/{key}", {})
+        copy_gbps, nbytes = r.get("copy_GBps"), r.get("bytes")
+        if "error" in floor or floor.get("device_us", 0) < COPY_TARGET_MIN_FLOOR_US or not copy_gbps or not nbytes:
+            continue
+        target_us = nbytes / (COPY_TARGET_SHARE * copy_gbps * 1e3)
+        share = (f"at >= {fmt(100 * COPY_TARGET_SHARE, 0)} % of the run's copy bandwidth ({fmt(copy_gbps)} GB/s), "
+                 "device")
+        model, kind, case = parts[2:]
+        targets.append((f"{model} {kind} {case} build {share}", "cuda", r.get("device_us"), target_us))
+        planned = runs.get(f"cuda/kernel_planned/{key}", {})
+        if "error" not in planned and "device_us" in planned:
+            targets.append((f"{model} {kind} {case} build reading the token plan {share}", "cuda",
+                            planned["device_us"], target_us))
+        targets.append((f"{model} {kind} {case} build: its byte floor {share} (a build can meet the target only "
+                        "if this does)", "cuda", floor["device_us"], target_us))
+
+
 def chain_floor_lines(rows):
     """chain_floor_rows as a table (nothing when there are none)."""
     if not rows:
@@ -448,6 +480,7 @@ def kernel_section(doc, lines, targets, floor_notes, peer=None, peer_ctx=None):
         floor_rows = chain_floor_rows(runs)
         lines += chain_floor_lines(floor_rows)
         kernel_floor_targets(floor_rows, targets)
+        copy_bandwidth_targets(runs, targets)
         lines += same_loop_lines(peer, peer_ctx, runs)
         floor_notes += floor_comparisons(kernels, launch_floors(runs))
         for prefix, model, kind, case, r in kernels:
@@ -988,7 +1021,9 @@ def main():
             judged = verdict(value, target)
             if prefix == "cpu" and "hit" not in what:
                 judged = "n/a: CPU timings, the target is for the H200"
-            lines.append(f"| {what} | {timing_note(prefix)} | {fmt(value, 3)} | {fmt(target, 1)} | "
+            # (a target derived from bytes, such as the bandwidth target's, to the hundredth)
+            digits = 1 if round(target, 1) == target else 2
+            lines.append(f"| {what} | {timing_note(prefix)} | {fmt(value, 3)} | {fmt(target, digits)} | "
                          f"{judged} |")
     else:
         lines.append("(no targeted benchmark in these results)")

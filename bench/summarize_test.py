@@ -283,5 +283,49 @@ class StepChainFloors(unittest.TestCase):
         self.assertFalse(any("chain floor" in line for line in lines))
 
 
+class CopyBandwidthTargets(unittest.TestCase):
+    # 80 % of 4,000 GB/s is 3,200 GB/s: 32,000,000 bytes in 10.0 us.
+    RUNS = {
+        "cuda/kernel/pro/C4A/prefill8K": {"device_us": 10.2, "bytes": 32e6, "copy_GBps": 4000.0},
+        "cuda/kernel_planned/pro/C4A/prefill8K": {"device_us": 9.8, "bytes": 32e6, "copy_GBps": 4000.0},
+        "cuda/byte_floor/pro/C4A/prefill8K": {"device_us": 10.0, "bytes": 32e6},
+        # a byte floor under 10 us: no such target
+        "cuda/kernel/flash/C128A/prefill8K": {"device_us": 7.0, "bytes": 9e6, "copy_GBps": 4000.0},
+        "cuda/byte_floor/flash/C128A/prefill8K": {"device_us": 5.5, "bytes": 9e6},
+        # its byte floor itself misses: out of reach as timed
+        "cuda/kernel/flash/C4A/prefill8K": {"device_us": 12.6, "bytes": 32e6, "copy_GBps": 4000.0},
+        "cuda/kernel_planned/flash/C4A/prefill8K": {"error": "x"},
+        "cuda/byte_floor/flash/C4A/prefill8K": {"device_us": 10.9, "bytes": 32e6},
+        # no byte floor measured, or no copy bandwidth: not judged
+        "cuda/kernel/flash/C4A/prefill8K_ctx120K": {"device_us": 13.0, "bytes": 38e6, "copy_GBps": 4000.0},
+        "cuda/kernel/pro/C128A/prefill8K_ctx120K": {"device_us": 21.0, "bytes": 70e6},
+        "cuda/byte_floor/pro/C128A/prefill8K_ctx120K": {"device_us": 18.0, "bytes": 70e6},
+        "cpu/kernel/pro/C4A/prefill8K": {"device_us": 900.0, "bytes": 32e6},
+    }
+
+    def test_builds_whose_byte_floor_is_10_us_or_more_plain_planned_and_the_floor(self):
+        targets = []
+        summarize.copy_bandwidth_targets(self.RUNS, targets)
+        got = {what: (prefix, value, round(target, 6)) for what, prefix, value, target in targets}
+        share = "at >= 80 % of the run's copy bandwidth (4,000.0 GB/s), device"
+        self.assertEqual(got, {
+            f"pro C4A prefill8K build {share}": ("cuda", 10.2, 10.0),
+            f"pro C4A prefill8K build reading the token plan {share}": ("cuda", 9.8, 10.0),
+            f"pro C4A prefill8K build: its byte floor {share} (a build can meet the target only if this does)":
+                ("cuda", 10.0, 10.0),
+            f"flash C4A prefill8K build {share}": ("cuda", 12.6, 10.0),
+            f"flash C4A prefill8K build: its byte floor {share} (a build can meet the target only if this does)":
+                ("cuda", 10.9, 10.0),
+        })
+        judged = {what: summarize.verdict(value, target) for what, _, value, target in targets}
+        self.assertTrue(judged[f"pro C4A prefill8K build reading the token plan {share}"].startswith("MET"))
+        self.assertTrue(judged[f"pro C4A prefill8K build {share}"].startswith("MISSED"))
+
+    def test_nothing_without_kernels(self):
+        targets = []
+        summarize.copy_bandwidth_targets({}, targets)
+        self.assertEqual(targets, [])
+
+
 if __name__ == "__main__":
     unittest.main()
