@@ -277,6 +277,13 @@ LOOKUPS = 4  # ... and of cuda/lookup_floor/... (StreamingBytes::kLookups)
 FLOOR_NAMES = {1: "1-read floor", 2: "2-read floor", TRANSLATED: "translated floor", LOOKUPS: "lookup floor"}
 
 
+def cuda_device_us(runs, what, key):
+    """Device us of cuda/<what>/<key> (key: <model>/<kind>/<case>), or None where it was not
+    measured or failed."""
+    r = runs.get(f"cuda/{what}/{key}", {})
+    return None if "error" in r else r.get("device_us")
+
+
 def chain_floor_rows(runs):
     """A row per CUDA case with a chain floor (cuda/chain_floor/<hops>/<model>/<kind>/<case>, and
     cuda/translated_floor/<model>/<kind>/<case> as hops TRANSLATED, cuda/lookup_floor/... as
@@ -297,10 +304,6 @@ def chain_floor_rows(runs):
             hops = TRANSLATED if parts[1] == "translated_floor" else LOOKUPS
             rows.setdefault("/".join(parts[2:]), {})[hops] = r["device_us"]
 
-    def device_us(what, key):
-        r = runs.get(f"cuda/{what}/{key}", {})
-        return None if "error" in r else r.get("device_us")
-
     out = []
     for key, hops in rows.items():
         target = KERNEL_TARGETS_US.get(key)
@@ -308,8 +311,9 @@ def chain_floor_rows(runs):
         if target is not None:
             below = [h for h in sorted(hops) if target < hops[h]]
             where = f"below the {FLOOR_NAMES[below[0]]}" if below else "above every floor"
-        out.append({"key": key, "byte_us": device_us("byte_floor", key), "hops_us": hops,
-                    "ours_us": device_us("kernel", key), "planned_us": device_us("kernel_planned", key),
+        out.append({"key": key, "byte_us": cuda_device_us(runs, "byte_floor", key), "hops_us": hops,
+                    "ours_us": cuda_device_us(runs, "kernel", key),
+                    "planned_us": cuda_device_us(runs, "kernel_planned", key),
                     "target_us": target, "target_vs_floors": where})
     out.sort(key=lambda r: (r["key"].split("/")[0], KIND_ORDER.get(r["key"].split("/")[1], 9),
                             case_rank(r["key"].split("/")[2])))
@@ -340,21 +344,21 @@ def copy_bandwidth_targets(runs, targets):
         if len(parts) != 5 or parts[:2] != ["cuda", "kernel"] or "error" in r:
             continue
         key = "/".join(parts[2:])
-        floor = runs.get(f"cuda/byte_floor/{key}", {})
+        floor_us = cuda_device_us(runs, "byte_floor", key)
         copy_gbps, nbytes = r.get("copy_GBps"), r.get("bytes")
-        if "error" in floor or floor.get("device_us", 0) < COPY_TARGET_MIN_FLOOR_US or not copy_gbps or not nbytes:
+        if floor_us is None or floor_us < COPY_TARGET_MIN_FLOOR_US or not copy_gbps or not nbytes:
             continue
         target_us = nbytes / (COPY_TARGET_SHARE * copy_gbps * 1e3)
         share = (f"at >= {fmt(100 * COPY_TARGET_SHARE, 0)} % of the run's copy bandwidth ({fmt(copy_gbps)} GB/s), "
                  "device")
         model, kind, case = parts[2:]
         targets.append((f"{model} {kind} {case} build {share}", "cuda", r.get("device_us"), target_us))
-        planned = runs.get(f"cuda/kernel_planned/{key}", {})
-        if "error" not in planned and "device_us" in planned:
+        planned_us = cuda_device_us(runs, "kernel_planned", key)
+        if planned_us is not None:
             targets.append((f"{model} {kind} {case} build reading the token plan {share}", "cuda",
-                            planned["device_us"], target_us))
+                            planned_us, target_us))
         targets.append((f"{model} {kind} {case} build: its byte floor {share} (a build can meet the target only "
-                        "if this does)", "cuda", floor["device_us"], target_us))
+                        "if this does)", "cuda", floor_us, target_us))
 
 
 def chain_floor_lines(rows):
