@@ -13,14 +13,16 @@
 #   none        nothing (a card not worth the call: it ends at once)
 # OUTDIR/gpu.txt names the card and the tree; the scripts' files land under OUTDIR (at most 8
 # come back from a device call: bench.tgz and bench.log, chk/summary.txt and chk/logs.tar.gz,
-# gpu.txt; each script records the commit itself). DEPS as for those scripts (pass
-# DEPS=$PWD/.deps on the device; scripts/device_carry.sh makes it).
+# gpu.txt; each script records the commit itself). DEPS as for those scripts; unset, it is the
+# carried .deps (scripts/device_carry.sh makes it) where the tree has one: a call that forgot
+# to name it once stopped at CMake's configure, device time spent on a machine that came.
 set -uo pipefail
 out=${1:?usage: gpu_call.sh OUTDIR TASK [FALLBACK]}
 task=${2:?usage: gpu_call.sh OUTDIR TASK [FALLBACK]}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 cd "$(dirname "$0")/.." || exit
+if [ -z "${DEPS:-}" ] && [ -d .deps/usr ]; then export DEPS=$PWD/.deps; fi
 for t in "$task" "${3:-$task}"; do
   case $t in
     bench|sanitizers|tests|none) ;;
