@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call for an H200 (another card ends it at once; not yet timed): ours beside the
+# One device call for an H200 (another card ends it at once; 53 s on the H200 it ran on, build included): ours beside the
 # Triton peer, same run, on the two shapes where the peer led on the H200 (C128A after 120K,
 # Flash and Pro; the SWA-only decode of 64 at 8K), with Flash C4A 8K (its target sits at the
 # lookup floor) and the copy bandwidth and empty kernel for the floors' arithmetic. No trial
