@@ -5,8 +5,8 @@
 # (its target sits at the lookup floor) and the copy bandwidth and empty kernel for the floors'
 # arithmetic. No trial patch: main's kernels. Run with `run`:
 #   [ROUNDS=2] OUT=$OUT bash bench/results/2026-12-06-h200-peer-lead-replication/call.sh
-# carry [".deps"], kind nvidia-h200. (Its first run, without DEPS, stopped at CMake's configure:
-# the carried dependencies are named here now.)
+# carry [".deps"], kind nvidia-h200. (Its first run stopped at CMake's configure, no DEPS named;
+# scripts/gpu_call.sh now takes the carried .deps when DEPS is unset.)
 set -uo pipefail
 out=${OUT:?}
 nvidia-smi --query-gpu=name,driver_version,uuid,clocks.max.sm --format=csv,noheader > "$out/gpu.txt"
@@ -18,7 +18,7 @@ for round in $(seq 1 "${ROUNDS:-1}"); do
   dir=$out/b; [ "$round" = 1 ] || dir=$out/b$round
   KERNEL_FILTER='copy_bw|launch_floor/empty_kernel/|/(flash|pro)/C128A/prefill8K_ctx120K/|/flash/SWA-only/decode64_ctx8K/|/flash/C4A/prefill8K/' \
   PEER_FILTER='(flash|pro)/C128A/prefill8K_ctx120K$|flash/SWA-only/decode64_ctx8K$|flash/C4A/prefill8K$' \
-  DEPS=$PWD/.deps STEP_FILTER=- BENCH_TTFT=off BENCH_DEADLINE_S=${BENCH_DEADLINE_S:-250} \
+  STEP_FILTER=- BENCH_TTFT=off BENCH_DEADLINE_S=${BENCH_DEADLINE_S:-250} \
     scripts/gpu_call.sh "$dir" bench none >> "$out/call.log" 2>&1
   echo "round $round: gpu_call rc=$?" >> "$out/call.log"
   rm -f "$dir/gpu.txt"
