@@ -13,10 +13,9 @@ set -uo pipefail
 out=${OUT:?}
 start=$SECONDS
 cd "$(dirname "$0")/../../.." || exit 2
-nvidia-smi --query-gpu=name,driver_version,uuid,clocks.max.sm --format=csv,noheader > "$out/gpu.txt"
+# The replication call writes $out/gpu.txt (the card) before anything else.
 ROUNDS=1 OTHER_CARDS=${OTHER_CARDS:-none} OUT=$out bash bench/results/2026-12-06-h200-peer-lead-replication/call.sh
 echo "replication rc=$? at $((SECONDS - start)) s" >> "$out/call.log"
-nvidia-smi --query-gpu=name,driver_version,uuid,clocks.max.sm --format=csv,noheader > "$out/gpu.txt"
 prof=/tmp/ncu-c128a
 PEER=1 DEPS=$PWD/.deps scripts/gpu_profile.sh "$prof" kernel_planned/flash/C128A/prefill8K_ctx120K \
   kernel/flash/C128A/prefill8K_ctx120K translated_floor/flash/C128A/prefill8K_ctx120K > "$out/profile.log" 2>&1
