@@ -42,9 +42,12 @@ def main(argv):
     runs = [[per_case(p, metric) for p in group] for group in groups]
     cases = sorted(set.intersection(*[set(r) for group in runs for r in group]))
     median = [{c: statistics.median(r[c] for r in group) for c in cases} for group in runs]
+    def label(group):  # the values are medians over the group's runs, not its first file's
+        return group[0] if len(group) == 1 else f"{group[0]} (+{len(group) - 1} more runs)"
+
     for g in range(1, len(groups)):
         change = [median[g][c] / median[0][c] - 1 for c in cases]
-        print(f"{metric}: {groups[g][0]} vs {groups[0][0]}: median {100 * statistics.median(change):+.1f} %, "
+        print(f"{metric}: {label(groups[g])} vs {label(groups[0])}: median {100 * statistics.median(change):+.1f} %, "
               f"min {100 * min(change):+.1f} %, max {100 * max(change):+.1f} % over {len(cases)} cases")
     for c in cases:
         print(f"{c:56s}" + "".join(f"{m[c]:9.2f}" for m in median))
