@@ -824,7 +824,7 @@ BenchProgram bench_program() {
       r.copy_buffers = std::make_unique<CopyBuffers>(size_t{1} << 30);
       r.copy = r.copy_buffers->measure(9, bench_device().stream->get());
       std::printf("kernel_bench: D2D copy bandwidth (1 GiB, read+write, median of %zu) = %.1f GB/s "
-                  "(min %.1f, max %.1f); L2 flush writes %zu MiB\n",
+                  "(min %.1f, max %.1f); L2 flush reads %zu MiB\n",
                   r.copy.samples_us.size(), r.copy.median_gbps, r.copy.min_gbps, r.copy.max_gbps,
                   flusher.bytes() >> 20);
       benchmark::AddCustomContext("dsv4_copy_bw_GBps", std::to_string(r.copy.median_gbps));
