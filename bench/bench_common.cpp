@@ -1,6 +1,7 @@
 #include "bench/bench_common.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <ctime>
 #include <sstream>
@@ -37,27 +38,43 @@ bool take_flag(int* argc, char** argv, const char* flag) {
   return found;
 }
 
-BackendChoice parse_backends(int* argc, char** argv) {
-  const char* flag = "--backends=";
-  std::string list;
-  bool given = false;
+std::optional<std::string> take_option(int* argc, char** argv, const char* prefix) {
+  const size_t n = std::strlen(prefix);
+  std::optional<std::string> value;
   int out = 1;
   for (int i = 1; i < *argc; ++i) {
-    if (std::strncmp(argv[i], flag, std::strlen(flag)) == 0) {
-      list = argv[i] + std::strlen(flag);
-      given = true;
+    if (std::strncmp(argv[i], prefix, n) == 0) {
+      value = std::string(argv[i] + n);
     } else {
       argv[out++] = argv[i];
     }
   }
   *argc = out;
+  return value;
+}
+
+std::optional<int64_t> take_int_option(int* argc, char** argv, const char* prefix, int64_t lo, int64_t hi) {
+  const std::optional<std::string> text = take_option(argc, argv, prefix);
+  if (!text) return std::nullopt;
+  int64_t value = 0;
+  const char* end = text->data() + text->size();
+  const auto [at, ec] = std::from_chars(text->data(), end, value);
+  if (text->empty() || ec != std::errc() || at != end || value < lo || value > hi) {
+    throw std::invalid_argument(std::string(prefix) + *text + ": expected a whole number in [" +
+                                std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  }
+  return value;
+}
+
+BackendChoice parse_backends(int* argc, char** argv) {
+  const std::optional<std::string> list = take_option(argc, argv, "--backends=");
   BackendChoice choice;
-  if (!given) {
+  if (!list) {
     choice.cuda = cuda_usable();
     choice.host = !choice.cuda;
     return choice;
   }
-  std::stringstream ss(list);
+  std::stringstream ss(*list);
   std::string item;
   while (std::getline(ss, item, ',')) {
     if (item == "cuda") {

@@ -2,6 +2,8 @@
 // clock, medians and the run's provenance (commit, date, device).
 #pragma once
 #include <chrono>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,12 @@ struct BackendChoice {
 BackendChoice parse_backends(int* argc, char** argv);
 // Removes every argv entry equal to `flag`; true when there was one.
 bool take_flag(int* argc, char** argv, const char* flag);
+// Removes every argv entry starting with `prefix` (e.g. "--l2_flush_mib="); the last one's
+// text after the prefix, nothing when there was none.
+std::optional<std::string> take_option(int* argc, char** argv, const char* prefix);
+// take_option's value read as a whole number in [lo, hi]; anything else throws
+// std::invalid_argument naming the option, the value and the range.
+std::optional<int64_t> take_int_option(int* argc, char** argv, const char* prefix, int64_t lo, int64_t hi);
 // True when the CUDA backend is compiled in and a device is visible.
 bool cuda_usable();
 

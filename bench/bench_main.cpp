@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   };
   try {
     const BackendChoice backends = parse_backends(&argc, argv);
+    const int64_t flush_mib = take_int_option(&argc, argv, "--l2_flush_mib=", 1, 1 << 16).value_or(0);
     if (program.take_flags) program.take_flags(&argc, argv);
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
@@ -40,7 +41,12 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("dsv4_commit", build_commit());
     if (backends.cuda) {
       device.stream = std::make_unique<GpuStream>();
-      device.flusher = std::make_unique<L2Flusher>();
+      if (flush_mib != 0 && (flush_mib << 20) < device.gpu.l2_bytes) {
+        throw std::invalid_argument("--l2_flush_mib=" + std::to_string(flush_mib) + ": smaller than the L2 (" +
+                                    std::to_string(device.gpu.l2_bytes >> 20) + " MiB), so it would not flush it");
+      }
+      device.flusher = std::make_unique<L2Flusher>(static_cast<size_t>(flush_mib) << 20);
+      benchmark::AddCustomContext("dsv4_l2_flush_bytes", std::to_string(device.flusher->bytes()));
       benchmark::AddCustomContext("dsv4_gpu", device.gpu.name);
     }
     if (program.start) program.start(backends);

@@ -3,6 +3,8 @@
 // CUDA stream and L2 flusher for the whole run, the program's benchmarks, and an orderly
 // teardown (device buffers before the stream, while CUDA is still up); any error ends the
 // run with "<program>: error: ..." and exit code 1.
+// --l2_flush_mib=N: the L2 flush reads N MiB (at least the L2's size) instead of
+// max(2 x L2, 64 MiB); issue 8 states its method with 512, which run_peer.py uses.
 #pragma once
 #include <functional>
 #include <memory>

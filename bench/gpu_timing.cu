@@ -228,10 +228,11 @@ void CompletionEvent::wait() {
   BENCH_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event_)));
 }
 
-L2Flusher::L2Flusher() {
+L2Flusher::L2Flusher(size_t bytes) {
   const GpuInfo info = gpu_info();
   if (!info.present) throw std::runtime_error("L2Flusher: " + info.why_absent);
-  bytes_ = std::max<size_t>(2 * static_cast<size_t>(info.l2_bytes), size_t{64} << 20);
+  bytes_ = bytes != 0 ? bytes / sizeof(uint4) * sizeof(uint4)
+                      : std::max<size_t>(2 * static_cast<size_t>(info.l2_bytes), size_t{64} << 20);
   blocks_ = static_cast<unsigned>(info.sm_count) * 4;
   buffer_ = filled_device_region(bytes_, 0x5a, "L2 flush buffer");
   const cudaError_t status = cudaMalloc(&sink_, sizeof(unsigned));

@@ -78,12 +78,13 @@ class CompletionEvent {
   void* event_ = nullptr;
 };
 
-// Evicts the L2 by READING a buffer of max(2 x L2 size, 64 MiB) on the stream. Reading, not
-// writing: a written flush buffer leaves the L2 full of dirty lines whose write-back would be
-// charged to the next kernel (up to 60 MB of extra DRAM writes on an H200).
+// Evicts the L2 by READING a buffer on the stream: `bytes`, or with 0 max(2 x L2 size, 64 MiB).
+// Reading, not writing: a written flush buffer leaves the L2 full of dirty lines whose
+// write-back would be charged to the next kernel (up to 60 MB of extra DRAM writes on an H200).
+// A bigger buffer also leaves fewer of the previous kernel's own dirty lines behind.
 class L2Flusher {
  public:
-  L2Flusher();
+  explicit L2Flusher(size_t bytes = 0);
   ~L2Flusher();
   L2Flusher(const L2Flusher&) = delete;
   L2Flusher& operator=(const L2Flusher&) = delete;

@@ -40,7 +40,7 @@ CompletionEvent::~CompletionEvent() = default;
 void CompletionEvent::record(void*) { no_cuda("CompletionEvent::record"); }
 void CompletionEvent::wait() { no_cuda("CompletionEvent::wait"); }
 
-L2Flusher::L2Flusher() { no_cuda("L2Flusher"); }
+L2Flusher::L2Flusher(size_t) { no_cuda("L2Flusher"); }
 L2Flusher::~L2Flusher() = default;
 void L2Flusher::flush(void*) { no_cuda("L2Flusher::flush"); }
 

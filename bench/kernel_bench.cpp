@@ -42,6 +42,8 @@
 // inputs (BuildBytes::translated_inputs) written only after a table entry its own value names,
 // as a translated column waits on input -> block table (StreamingBytes::kTranslated).
 // With --warm_l2 (a diagnostic): no L2 flush before the timed builds.
+// With --head_start_us=N: the spin between the flush and a timed launch lasts N us (default 20).
+// With --l2_flush_mib=N (the shared main's): the flush reads N MiB instead of max(2 x L2, 64 MiB).
 // With --warm_code (a diagnostic): after each flush of a prefill-only CUDA case, before the head
 // start, an untimed build of kWarmCodeTokens rows of the same case shape (a step staged apart:
 // its own inputs, tables and outputs) by the same kernel and launch shape, so that the timed
@@ -83,7 +85,7 @@ namespace {
 
 constexpr int kCudaIterations = 300;
 constexpr int kByteFloorIterations = 100;  // each times all StreamingBytes::kShapes
-constexpr int64_t kHeadStartNs = 20000;  // 20 us: the host enqueues the build meanwhile
+constexpr int64_t kHeadStartNs = 20000;  // 20 us: the host enqueues the build meanwhile (--head_start_us)
 constexpr double kBuildHostTargetUs = 5.0;
 constexpr double kCacheHitTargetUs = 0.2;
 
@@ -145,6 +147,7 @@ struct Run {
   // --no_gathered_lookups: every build on the default kernels (no gathered-lookups kernel for
   // C128A after long context), the other half of a same-binary A/B.
   bool gathered_lookups = true;
+  int64_t head_start_ns = kHeadStartNs;  // --head_start_us: the spin between the flush and the timed launch
   std::unique_ptr<StreamingBytes> streaming;  // the byte floors' kernel and buffers
   void tear_down() {
     staged = StagedLayer{};
@@ -341,7 +344,7 @@ void BM_kernel(benchmark::State& state, KernelConfig cfg) {
           (void)warmer->build(s.code_warmer_request);
           warmer->release_outputs();
         }
-        gpu_busy_wait_ns(stream, kHeadStartNs);
+        gpu_busy_wait_ns(stream, run().head_start_ns);
         timer->start(stream);
       }
       const double t0 = now_us();
@@ -423,7 +426,7 @@ void BM_launch_floor(benchmark::State& state, Floor floor, int size) {
     bench_device().stream->synchronize();
     for (auto _ : state) {
       bench_device().flusher->flush(stream);
-      gpu_busy_wait_ns(stream, kHeadStartNs);
+      gpu_busy_wait_ns(stream, run().head_start_ns);
       timer.start(stream);
       const double t0 = now_us();
       launch();
@@ -506,7 +509,7 @@ void BM_byte_floor(benchmark::State& state, KernelConfig cfg, int hops) {
       double fastest = 0;
       for (int c = 0; c < kChoices; ++c) {
         bench_device().flusher->flush(stream);
-        gpu_busy_wait_ns(stream, kHeadStartNs);
+        gpu_busy_wait_ns(stream, run().head_start_ns);
         timer.start(stream);
         streaming.launch(stream, reads, writes, StreamingBytes::kShapes[c], hops, row_words, translated,
                          lookup_entries);
@@ -802,6 +805,7 @@ BenchProgram bench_program() {
     run().warm_code = take_flag(argc, argv, "--warm_code");
     run().programmatic_launch = take_flag(argc, argv, "--programmatic_launch");
     run().gathered_lookups = !take_flag(argc, argv, "--no_gathered_lookups");
+    run().head_start_ns = take_int_option(argc, argv, "--head_start_us=", 1, 100000).value_or(kHeadStartNs / 1000) * 1000;
   };
   p.start = [](const BackendChoice& backends) {
     Run& r = run();
@@ -811,6 +815,7 @@ BenchProgram bench_program() {
     }
     benchmark::AddCustomContext("dsv4_programmatic_launch", r.programmatic_launch ? "on" : "off");
     benchmark::AddCustomContext("dsv4_gathered_lookups", r.gathered_lookups ? "on" : "off");
+    benchmark::AddCustomContext("dsv4_head_start_us", std::to_string(r.head_start_ns / 1000));
     if (r.warm_l2) {
       std::printf("kernel_bench: --warm_l2: builds are timed WITHOUT an L2 flush (diagnostic only)\n");
       benchmark::AddCustomContext("dsv4_warm_l2", "true");
@@ -828,7 +833,6 @@ BenchProgram bench_program() {
                   r.copy.samples_us.size(), r.copy.median_gbps, r.copy.min_gbps, r.copy.max_gbps,
                   flusher.bytes() >> 20);
       benchmark::AddCustomContext("dsv4_copy_bw_GBps", std::to_string(r.copy.median_gbps));
-      benchmark::AddCustomContext("dsv4_l2_flush_bytes", std::to_string(flusher.bytes()));
     }
   };
   p.register_benchmarks = [](const BackendChoice& backends) {

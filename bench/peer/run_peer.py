@@ -4,12 +4,14 @@ the same builds kernel_bench and step_bench time, compared with the reference ex
 
 usage: run_peer.py --inputs DIR --out OUTDIR [--filter REGEX] [--reps 50] [--step]
                    [--step-reps 20] [--device cuda|cpu] [--ours] [--side-stream]
+                   [--l2-flush-mib 512]
 
 Kernel configs (DIR/<model>_<kind>_<case>/): the peer's output must equal the reference's
 (ref_sparse_indices.npy, ref_sparse_lens.npy) element for element, and its content-error
 count meta.json's; a mismatch prints the first (row, column, got, want) and the config is
 not timed. Timing, as kernel_bench's: before each call a read-only L2 flush (a reduction
-over a 512 MiB buffer), then a spin kernel as head start, long enough for the host to enqueue
+over a 512 MiB buffer, --l2-flush-mib; kernel_bench reads max(2 x L2, 64 MiB) unless given
+its --l2_flush_mib), then a spin kernel as head start, long enough for the host to enqueue
 the call before the GPU reaches it (twice the previous call's host time plus 50 us: the
 peer's Python path takes 50-150 us, more than the flush alone covers), CUDA events around
 build(); median device us and median host us of the call (no sync) over --reps calls.
@@ -49,7 +51,7 @@ import statistics
 import sys
 import time
 
-L2_FLUSH_BYTES = 512 << 20
+L2_FLUSH_MIB = 512  # the read flush issue 8 states its method with (--l2-flush-mib)
 KIND_OF_RATIO = {0: "SWA-only", 1: "SWA-only", 4: "C4A", 128: "C128A"}
 INT_INPUTS = ["decode_swa_indices", "decode_compressed", "decode_compressed_lens", "prefill_topk",
               "query_start_loc", "seq_lens", "token_to_req", "swa_block_table",
@@ -71,7 +73,12 @@ def parse_args():
                     help="also check and time dsv4_indices.build (this project) in the same loop")
     ap.add_argument("--side-stream", action="store_true",
                     help="run everything on a stream made for the run, not torch's default stream")
-    return ap.parse_args()
+    ap.add_argument("--l2-flush-mib", type=int, default=L2_FLUSH_MIB,
+                    help="MiB the read-only L2 flush reads before each timed call (default 512)")
+    args = ap.parse_args()
+    if not 1 <= args.l2_flush_mib <= 1 << 16:
+        ap.error(f"--l2-flush-mib {args.l2_flush_mib}: expected a whole number in [1, 65536]")
+    return args
 
 
 def import_or_skip(device):
@@ -94,14 +101,15 @@ def import_or_skip(device):
 
 
 class Peer:
-    def __init__(self, torch, np, builder, device):
+    def __init__(self, torch, np, builder, device, flush_mib=L2_FLUSH_MIB):
         self.torch, self.np, self.builder, self.device = torch, np, builder, device
+        self.flush_bytes = flush_mib << 20
         self.cuda = device == "cuda"
         # One persistent counter: error-free builds never touch it (see triton_builder.py).
         self.errors = torch.zeros(1, dtype=torch.int32, device=device)
         self.launches = 0
         if self.cuda:
-            self.flush_buffer = torch.zeros(L2_FLUSH_BYTES // 4, dtype=torch.float32, device=device)
+            self.flush_buffer = torch.zeros(self.flush_bytes // 4, dtype=torch.float32, device=device)
             self.cycles_per_us = self.calibrate_sleep()
 
     # --- loading ---
@@ -529,9 +537,9 @@ def main():
             print(f"run_peer: error: --ours needs the package dsv4_indices ({e})", file=sys.stderr)
             return 1
         ours = Ours(dsv4_indices)
-    peer = Peer(torch, np, builder, args.device)
+    peer = Peer(torch, np, builder, args.device, args.l2_flush_mib)
     context = gpu_context(torch, triton.__version__, peer.cuda)
-    context.update(reps=args.reps, l2_flush_bytes=L2_FLUSH_BYTES, inputs=os.path.abspath(args.inputs))
+    context.update(reps=args.reps, l2_flush_bytes=peer.flush_bytes, inputs=os.path.abspath(args.inputs))
     if ours is not None:
         context["ours"] = f"dsv4_indices {dsv4_indices.__version__} ({dsv4_indices.__file__})"
     side = args.side_stream and peer.cuda
