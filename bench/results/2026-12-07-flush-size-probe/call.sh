@@ -8,8 +8,9 @@
 #   b/     scripts/gpu_call.sh bench: kernel_bench at its default flush, the peer at 512 MiB,
 #          summary.md with the peer column (the base round; builds the binaries)
 #   p/     kernel_bench again: --l2_flush_mib=512 (B), 512 with --head_start_us=130 (C, the
-#          peer's spin is 2 x its host time + 50 us), default (A) and 512 (B) once more; then the
-#          peer with its flush at kernel_bench's default size and at 512 again
+#          peer's spin is 2 x its host time + 50 us), default (A) and 512 (B) once more, 1024 (D:
+#          does 512 leave anything that 1024 removes?); then the peer with its flush at
+#          kernel_bench's default size and at 512 again
 #   OUT=$OUT bash bench/results/2026-12-07-flush-size-probe/call.sh      (carry [".deps"])
 # Comes back: gpu.txt, call.log, b/bench.tgz, b/bench.log, probe.tgz (p/: JSON and logs).
 set -uo pipefail
@@ -36,6 +37,7 @@ kb B1 --l2_flush_mib=512
 kb C1 --l2_flush_mib=512 --head_start_us=130
 kb A2
 kb B2 --l2_flush_mib=512
+kb D1 --l2_flush_mib=1024
 # The peer with kernel_bench's default flush size (from its own context line), then 512 again.
 small=$(python3 -c "import json; print(int(json.load(open('$p/kb_A2.json'))['context']['dsv4_l2_flush_bytes']) >> 20)")
 pr() {  # pr NAME MIB
