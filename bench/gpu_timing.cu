@@ -9,19 +9,13 @@
 #include <utility>
 #include <vector>
 
+#include "bench/bench_common.h"
 #include "bench/cuda_call.h"
 #include "bench/gpu_timing.h"
 #include "kernels/mixed_sparse_indices_launch.h"
 
 namespace dsv4::bench {
 namespace {
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 __device__ __forceinline__ uint64_t globaltimer_ns() {
   uint64_t t;
