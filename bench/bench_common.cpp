@@ -24,32 +24,32 @@ std::vector<opt::Backend> BackendChoice::list() const {
 
 bool cuda_usable() { return gpu_info().present && opt::cuda_device_present(); }
 
-bool take_flag(int* argc, char** argv, const char* flag) {
-  bool found = false;
+namespace {
+// Removes every argv entry (after argv[0]) that `taken` accepts; `taken` sees each in order.
+template <typename Taken>
+void remove_args(int* argc, char** argv, Taken taken) {
   int out = 1;
   for (int i = 1; i < *argc; ++i) {
-    if (std::strcmp(argv[i], flag) == 0) {
-      found = true;
-    } else {
-      argv[out++] = argv[i];
-    }
+    if (!taken(argv[i])) argv[out++] = argv[i];
   }
   *argc = out;
+}
+}  // namespace
+
+bool take_flag(int* argc, char** argv, const char* flag) {
+  bool found = false;
+  remove_args(argc, argv, [&](const char* arg) { return std::strcmp(arg, flag) == 0 && (found = true); });
   return found;
 }
 
 std::optional<std::string> take_option(int* argc, char** argv, const char* prefix) {
   const size_t n = std::strlen(prefix);
   std::optional<std::string> value;
-  int out = 1;
-  for (int i = 1; i < *argc; ++i) {
-    if (std::strncmp(argv[i], prefix, n) == 0) {
-      value = std::string(argv[i] + n);
-    } else {
-      argv[out++] = argv[i];
-    }
-  }
-  *argc = out;
+  remove_args(argc, argv, [&](const char* arg) {
+    if (std::strncmp(arg, prefix, n) != 0) return false;
+    value = std::string(arg + n);
+    return true;
+  });
   return value;
 }
 
