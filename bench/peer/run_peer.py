@@ -4,7 +4,7 @@ the same builds kernel_bench and step_bench time, compared with the reference ex
 
 usage: run_peer.py --inputs DIR --out OUTDIR [--filter REGEX] [--reps 50] [--step]
                    [--step-reps 20] [--device cuda|cpu] [--ours] [--side-stream]
-                   [--l2-flush-mib 512]
+                   [--l2-flush-mib 512] [--kernel-trace]
 
 Kernel configs (DIR/<model>_<kind>_<case>/): the peer's output must equal the reference's
 (ref_sparse_indices.npy, ref_sparse_lens.npy) element for element, and its content-error
@@ -37,6 +37,12 @@ Triton kernel timed the same way, goes into the JSON's context (empty_kernel_dev
 torch.cuda.Stream made for the run instead of torch's default (legacy) stream, which is what
 an engine's side stream or graph capture gives; the JSON's context says which (stream).
 
+--kernel-trace (CUDA): each config's calls (the peer's engine form, ours with --ours, the empty
+kernel) timed once more in the same loop under torch.profiler, whose CUPTI records give each
+kernel's own start and end: per call the events' us, the kernels' us and the gap from the head
+start's end to the first kernel (trace_engine, ours_trace, empty_kernel_trace: medians). For
+telling time inside a kernel from time around it, in one loop for both builders.
+
 --device cpu: correctness only, under the Triton interpreter (TRITON_INTERPRET=1), no
 timing and no JSON. Without torch, triton, numpy or (for cuda) a CUDA device: prints
 "SKIPPED: <why>" and exits 0 without writing results.
@@ -49,6 +55,7 @@ import os
 import re
 import statistics
 import sys
+import tempfile
 import time
 
 L2_FLUSH_MIB = 512  # the read flush issue 8 states its method with (--l2-flush-mib)
@@ -73,6 +80,9 @@ def parse_args():
                     help="also check and time dsv4_indices.build (this project) in the same loop")
     ap.add_argument("--side-stream", action="store_true",
                     help="run everything on a stream made for the run, not torch's default stream")
+    ap.add_argument("--kernel-trace", action="store_true",
+                    help="CUDA: time each config's calls once more under torch.profiler, beside "
+                         "their kernels' own start and end (trace_engine, ours_trace)")
     ap.add_argument("--l2-flush-mib", type=int, default=L2_FLUSH_MIB,
                     help="MiB the read-only L2 flush reads before each timed call (default 512)")
     args = ap.parse_args()
@@ -104,6 +114,7 @@ class Peer:
     def __init__(self, torch, np, builder, device, flush_mib=L2_FLUSH_MIB):
         self.torch, self.np, self.builder, self.device = torch, np, builder, device
         self.flush_bytes = flush_mib << 20
+        self.kernel_trace = False  # --kernel-trace (CUDA)
         self.cuda = device == "cuda"
         # One persistent counter: error-free builds never touch it (see triton_builder.py).
         self.errors = torch.zeros(1, dtype=torch.int32, device=device)
@@ -244,6 +255,12 @@ def step_folders(root, pattern):
 def time_calls(peer, call, reps):
     """(median device us, median host us) of call() over reps calls, each after a read-only L2
     flush and a head start long enough for the host to enqueue it; a few warm-up calls first."""
+    device_us, host_us = timed_loop(peer, call, reps)
+    return statistics.median(device_us), statistics.median(host_us)
+
+
+def timed_loop(peer, call, reps):
+    """time_calls' calls: (device us, host us) of each, after the warm-up calls."""
     torch = peer.torch
     for _ in range(3):  # warm-up: the first calls of a shape are not the steady state
         t0 = time.perf_counter()
@@ -263,7 +280,61 @@ def time_calls(peer, call, reps):
         end.synchronize()
         device_us.append(start.elapsed_time(end) * 1000.0)
         del out
-    return statistics.median(device_us), statistics.median(host_us)
+    return device_us, host_us
+
+
+def trace_calls(peer, call, reps):
+    """--kernel-trace: time_calls' loop again under torch.profiler (CUPTI kernel records), so
+    that each call's events can be set beside its kernels' own start and end: medians of the
+    events' us (this loop's), the kernels' us (first start to last end), and the gap from the
+    head start's end to the first kernel's start (the launch as the GPU sees it)."""
+    try:
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            device_us, _ = timed_loop(peer, call, reps)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "trace.json")
+            prof.export_chrome_trace(path)
+            with open(path) as f:
+                events = json.load(f).get("traceEvents", [])
+    except Exception as e:  # a diagnostic: the run's timings stand without it
+        return {"error": f"{type(e).__name__}: {e}"}
+    kernels = sorted((float(e["ts"]), float(e["ts"]) + float(e["dur"]), e["name"])
+                     for e in events if e.get("cat") == "kernel" and "dur" in e)
+    calls = call_kernels(kernels)
+    out = {"event_us": statistics.median(device_us), "calls_traced": len(calls)}
+    if calls:
+        out.update(kernel_us=statistics.median(c[0] for c in calls),
+                   gap_us=statistics.median(c[1] for c in calls),
+                   kernels=sorted({name for c in calls for name in c[2]}))
+    else:  # say what the trace held instead of failing the run
+        out["trace_kernel_names"] = sorted({k[2] for k in kernels})[:20]
+    return out
+
+
+def call_kernels(kernels):
+    """The timed calls in a traced loop's kernels [(start us, end us, name)], in start order:
+    per call (us from its first kernel's start to its last's end, us from the head start's end
+    to its first kernel's start, its kernels' names). A call's kernels are those after a head
+    start (torch.cuda._sleep's spin kernel) and before the next flush (a reduction)."""
+    calls, spin_end, current = [], None, []
+
+    def close():
+        if spin_end is not None and current:
+            calls.append((current[-1][1] - current[0][0], current[0][0] - spin_end,
+                          [k[2] for k in current]))
+
+    for k in kernels:
+        if "spin_kernel" in k[2]:
+            close()
+            spin_end, current = k[1], []
+        elif "reduce_kernel" in k[2]:
+            close()
+            spin_end, current = None, []
+        elif spin_end is not None:
+            current.append(k)
+    close()
+    return calls
 
 
 def empty_kernel_floor(peer, reps):
@@ -276,7 +347,8 @@ def empty_kernel_floor(peer, reps):
         pass
 
     x = peer.torch.empty(1, dtype=peer.torch.int32, device=peer.device)
-    return time_calls(peer, lambda: _empty[(1,)](x, num_warps=1), reps)[0]
+    call = lambda: _empty[(1,)](x, num_warps=1)  # noqa: E731
+    return time_calls(peer, call, reps)[0], (trace_calls(peer, call, reps) if peer.kernel_trace else None)
 
 
 class Ours:
@@ -318,6 +390,8 @@ def check_and_time_ours(peer, ours, inputs, meta, want, want_lens, reps):
     fields = {"ours_matches_reference": True}
     if peer.cuda:
         fields["ours_device_us"], fields["ours_host_us"] = time_calls(peer, lambda: ours.build(kw), reps)
+        if peer.kernel_trace:
+            fields["ours_trace"] = trace_calls(peer, lambda: ours.build(kw), reps)
     return fields
 
 
@@ -375,6 +449,11 @@ def run_kernels(peer, configs, reps, results, ours=None):
                      device_us_engine=timed[False][0], host_us_engine=timed[False][1])
         d, h = timed[True] if timed[True][0] <= timed[False][0] else timed[False]  # the faster form
         entry.update(device_us=d, host_us=h, GBps=meta["bytes"] / (d * 1e-6) / 1e9, reps=reps)
+        if peer.kernel_trace:
+            entry["trace_engine"] = trace_calls(peer, functools.partial(peer.build, inputs, meta, False), reps)
+            for who, t in (("peer (engine)", entry["trace_engine"]), ("ours", entry.get("ours_trace"))):
+                if t is not None:
+                    print(f"run_peer: {key}: traced, {who}: " + json.dumps(t))
         print(f"run_peer: {key}: device {d:.2f} us, host {h:.2f} us, {entry['GBps']:.1f} GB/s"
               + (f"; ours in this loop: device {entry['ours_device_us']:.2f} us, host {entry['ours_host_us']:.2f} us"
                  if "ours_device_us" in entry else ""))
@@ -538,6 +617,7 @@ def main():
             return 1
         ours = Ours(dsv4_indices)
     peer = Peer(torch, np, builder, args.device, args.l2_flush_mib)
+    peer.kernel_trace = args.kernel_trace and peer.cuda
     context = gpu_context(torch, triton.__version__, peer.cuda)
     context.update(reps=args.reps, l2_flush_bytes=peer.flush_bytes, inputs=os.path.abspath(args.inputs))
     if ours is not None:
@@ -547,7 +627,10 @@ def main():
         context["stream"] = "side" if side else "default"
     with torch.cuda.stream(torch.cuda.Stream()) if side else contextlib.nullcontext():
         if peer.cuda:
-            context["empty_kernel_device_us"] = empty_kernel_floor(peer, args.reps)
+            context["empty_kernel_device_us"], trace = empty_kernel_floor(peer, args.reps)
+            if trace is not None:
+                context["empty_kernel_trace"] = trace
+                print("run_peer: empty kernel, traced: " + json.dumps(trace))
         print(f"run_peer: {context.get('gpu', 'CPU (Triton interpreter)')}, torch {torch.__version__}, "
               f"triton {triton.__version__}; {len(configs)} kernel configs, {len(steps)} steps"
               + (", on a side stream" if side else ""))

@@ -1,0 +1,37 @@
+#!/usr/bin/env python3
+"""run_peer.py's trace segmentation (call_kernels) on hand-made kernel records: no GPU needed."""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import run_peer  # noqa: E402  (imports nothing beyond the standard library at module level)
+
+FLUSH = "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float> >(...)"
+SPIN = "at::cuda::(anonymous namespace)::spin_kernel(long)"
+
+
+class CallKernelsTest(unittest.TestCase):
+    def test_one_kernel_a_call(self):
+        kernels = [(0, 30, FLUSH), (31, 131, SPIN), (132.5, 150, "_mixed_sparse_indices_kernel"),
+                   (160, 190, FLUSH), (191, 291, SPIN), (292, 311, "_mixed_sparse_indices_kernel")]
+        calls = run_peer.call_kernels(kernels)
+        self.assertEqual([(c[0], c[1]) for c in calls], [(17.5, 1.5), (19, 1)])
+        self.assertEqual(calls[0][2], ["_mixed_sparse_indices_kernel"])
+
+    def test_a_call_of_two_kernels_spans_both(self):
+        kernels = [(0, 30, FLUSH), (31, 131, SPIN), (132, 140, "check"), (141, 160, "build")]
+        self.assertEqual(run_peer.call_kernels(kernels), [(28, 1, ["check", "build"])])
+
+    def test_kernels_outside_a_call_are_not_calls(self):
+        # Before any head start (warm-up), and a head start followed by the next flush only.
+        kernels = [(0, 5, "warm-up build"), (10, 40, FLUSH), (41, 141, SPIN), (150, 180, FLUSH),
+                   (181, 281, SPIN), (282, 290, "build"), (291, 320, FLUSH)]
+        self.assertEqual(run_peer.call_kernels(kernels), [(8, 1, ["build"])])
+
+    def test_no_head_start_no_calls(self):
+        self.assertEqual(run_peer.call_kernels([(0, 30, FLUSH), (31, 40, "build")]), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
