@@ -4,7 +4,7 @@ the same builds kernel_bench and step_bench time, compared with the reference ex
 
 usage: run_peer.py --inputs DIR --out OUTDIR [--filter REGEX] [--reps 50] [--step]
                    [--step-reps 20] [--device cuda|cpu] [--ours] [--side-stream]
-                   [--l2-flush-mib 512] [--kernel-trace]
+                   [--l2-flush-mib 512] [--kernel-trace] [--touch-pages]
 
 Kernel configs (DIR/<model>_<kind>_<case>/): the peer's output must equal the reference's
 (ref_sparse_indices.npy, ref_sparse_lens.npy) element for element, and its content-error
@@ -42,6 +42,10 @@ kernel) timed once more in the same loop under torch.profiler, whose CUPTI recor
 kernel's own start and end: per call the events' us, the kernels' us and the gap from the head
 start's end to the first kernel (trace_engine, ours_trace, empty_kernel_trace: medians). For
 telling time inside a kernel from time around it, in one loop for both builders.
+
+--touch-pages (CUDA, a diagnostic): after each flush, one word of every 2 MiB page of the
+call's inputs and of the previous call's outputs is read, so that the timed call finds its
+pages' address translations warm and its data still cold (context: touch_pages).
 
 --device cpu: correctness only, under the Triton interpreter (TRITON_INTERPRET=1), no
 timing and no JSON. Without torch, triton, numpy or (for cuda) a CUDA device: prints
@@ -83,6 +87,9 @@ def parse_args():
     ap.add_argument("--kernel-trace", action="store_true",
                     help="CUDA: time each config's calls once more under torch.profiler, beside "
                          "their kernels' own start and end (trace_engine, ours_trace)")
+    ap.add_argument("--touch-pages", action="store_true",
+                    help="CUDA, a diagnostic: after each flush read one word of every 2 MiB page "
+                         "of the call's inputs and outputs (address translations warm, data cold)")
     ap.add_argument("--l2-flush-mib", type=int, default=L2_FLUSH_MIB,
                     help="MiB the read-only L2 flush reads before each timed call (default 512)")
     args = ap.parse_args()
@@ -115,6 +122,7 @@ class Peer:
         self.torch, self.np, self.builder, self.device = torch, np, builder, device
         self.flush_bytes = flush_mib << 20
         self.kernel_trace = False  # --kernel-trace (CUDA)
+        self.touch_pages = False  # --touch-pages (CUDA)
         self.cuda = device == "cuda"
         # One persistent counter: error-free builds never touch it (see triton_builder.py).
         self.errors = torch.zeros(1, dtype=torch.int32, device=device)
@@ -191,6 +199,12 @@ class Peer:
     def head_start(self, us):
         self.torch.cuda._sleep(int(us * self.cycles_per_us))
 
+    def touch(self, tensors):
+        """--touch-pages: one element of every 2 MiB of each tensor read (a strided sum)."""
+        for t in tensors:
+            flat = t.reshape(-1)
+            flat[::max(1, (2 << 20) // t.element_size())].sum()
+
 
 def head_start_us(host_us):
     """The spin before a timed call, from the host time of the call before it: long enough
@@ -252,15 +266,19 @@ def step_folders(root, pattern):
     return found
 
 
-def time_calls(peer, call, reps):
+def time_calls(peer, call, reps, touch=()):
     """(median device us, median host us) of call() over reps calls, each after a read-only L2
     flush and a head start long enough for the host to enqueue it; a few warm-up calls first."""
-    device_us, host_us = timed_loop(peer, call, reps)
+    device_us, host_us = timed_loop(peer, call, reps, touch)
     return statistics.median(device_us), statistics.median(host_us)
 
 
-def timed_loop(peer, call, reps):
-    """time_calls' calls: (device us, host us) of each, after the warm-up calls."""
+def timed_loop(peer, call, reps, touch=()):
+    """time_calls' calls: (device us, host us) of each, after the warm-up calls. With
+    --touch-pages, after each flush one word of every 2 MiB page of `touch` (the call's inputs)
+    and of the previous call's outputs (where the next call's land: the caching allocator and
+    our workspace hand back the same memory) is read: the pages' address translations are then
+    warm, their data still cold."""
     torch = peer.torch
     for _ in range(3):  # warm-up: the first calls of a shape are not the steady state
         t0 = time.perf_counter()
@@ -268,8 +286,12 @@ def timed_loop(peer, call, reps):
         last_host_us = (time.perf_counter() - t0) * 1e6
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     device_us, host_us = [], []
+    out = None
     for _ in range(reps):
         peer.flush_l2()
+        if peer.touch_pages:
+            peer.touch(cuda_tensors(touch) + cuda_tensors(out))
+        out = None  # the previous outputs go back to the allocator before the call
         peer.head_start(head_start_us(last_host_us))  # the host enqueues the call meanwhile
         start.record()
         t0 = time.perf_counter()
@@ -279,11 +301,19 @@ def timed_loop(peer, call, reps):
         end.record()
         end.synchronize()
         device_us.append(start.elapsed_time(end) * 1000.0)
-        del out
     return device_us, host_us
 
 
-def trace_calls(peer, call, reps):
+def cuda_tensors(obj):
+    """The CUDA tensors in obj (a tensor, or dicts, tuples and lists of them)."""
+    if isinstance(obj, dict):
+        obj = list(obj.values())
+    if isinstance(obj, (tuple, list)):
+        return [t for o in obj for t in cuda_tensors(o)]
+    return [obj] if getattr(obj, "is_cuda", False) else []
+
+
+def trace_calls(peer, call, reps, touch=()):
     """--kernel-trace: time_calls' loop again under torch.profiler (CUPTI kernel records), so
     that each call's events can be set beside its kernels' own start and end: medians of the
     events' us (this loop's), the kernels' us (first start to last end), and the gap from the
@@ -291,7 +321,7 @@ def trace_calls(peer, call, reps):
     try:
         from torch.profiler import ProfilerActivity, profile
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            device_us, _ = timed_loop(peer, call, reps)
+            device_us, _ = timed_loop(peer, call, reps, touch)
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "trace.json")
             prof.export_chrome_trace(path)
@@ -389,9 +419,9 @@ def check_and_time_ours(peer, ours, inputs, meta, want, want_lens, reps):
         return {"ours_matches_reference": False, "ours_mismatch": mismatch}
     fields = {"ours_matches_reference": True}
     if peer.cuda:
-        fields["ours_device_us"], fields["ours_host_us"] = time_calls(peer, lambda: ours.build(kw), reps)
+        fields["ours_device_us"], fields["ours_host_us"] = time_calls(peer, lambda: ours.build(kw), reps, kw)
         if peer.kernel_trace:
-            fields["ours_trace"] = trace_calls(peer, lambda: ours.build(kw), reps)
+            fields["ours_trace"] = trace_calls(peer, lambda: ours.build(kw), reps, kw)
     return fields
 
 
@@ -436,7 +466,7 @@ def run_kernels(peer, configs, reps, results, ours=None):
         del unchecked
         timed = {}
         for checked in (True, False):
-            timed[checked] = time_calls(peer, functools.partial(peer.build, inputs, meta, checked), reps)
+            timed[checked] = time_calls(peer, functools.partial(peer.build, inputs, meta, checked), reps, inputs)
         errors = peer.take_errors()
         if errors != 0:
             print(f"run_peer: {key}: {errors} content errors while timing")
@@ -450,7 +480,7 @@ def run_kernels(peer, configs, reps, results, ours=None):
         d, h = timed[True] if timed[True][0] <= timed[False][0] else timed[False]  # the faster form
         entry.update(device_us=d, host_us=h, GBps=meta["bytes"] / (d * 1e-6) / 1e9, reps=reps)
         if peer.kernel_trace:
-            entry["trace_engine"] = trace_calls(peer, functools.partial(peer.build, inputs, meta, False), reps)
+            entry["trace_engine"] = trace_calls(peer, functools.partial(peer.build, inputs, meta, False), reps, inputs)
             for who, t in (("peer (engine)", entry["trace_engine"]), ("ours", entry.get("ours_trace"))):
                 if t is not None:
                     print(f"run_peer: {key}: traced, {who}: " + json.dumps(t))
@@ -618,6 +648,7 @@ def main():
         ours = Ours(dsv4_indices)
     peer = Peer(torch, np, builder, args.device, args.l2_flush_mib)
     peer.kernel_trace = args.kernel_trace and peer.cuda
+    peer.touch_pages = args.touch_pages and peer.cuda
     context = gpu_context(torch, triton.__version__, peer.cuda)
     context.update(reps=args.reps, l2_flush_bytes=peer.flush_bytes, inputs=os.path.abspath(args.inputs))
     if ours is not None:
@@ -625,6 +656,7 @@ def main():
     side = args.side_stream and peer.cuda
     if peer.cuda:
         context["stream"] = "side" if side else "default"
+        context["touch_pages"] = peer.touch_pages
     with torch.cuda.stream(torch.cuda.Stream()) if side else contextlib.nullcontext():
         if peer.cuda:
             context["empty_kernel_device_us"], trace = empty_kernel_floor(peer, args.reps)

@@ -33,5 +33,18 @@ class CallKernelsTest(unittest.TestCase):
         self.assertEqual(run_peer.call_kernels([(0, 30, FLUSH), (31, 40, "build")]), [])
 
 
+class FakeTensor:
+    def __init__(self, cuda):
+        self.is_cuda = cuda
+
+
+class CudaTensorsTest(unittest.TestCase):
+    def test_finds_the_cuda_tensors_in_nested_arguments(self):
+        a, b, host = FakeTensor(True), FakeTensor(True), FakeTensor(False)
+        got = run_peer.cuda_tensors({"x": a, "x_cpu": host, "window": 128, "pair": (b, None)})
+        self.assertEqual(got, [a, b])
+        self.assertEqual(run_peer.cuda_tensors(None), [])
+
+
 if __name__ == "__main__":
     unittest.main()
