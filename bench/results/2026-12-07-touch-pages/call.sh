@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# One device call (fifty-third session): is the peer's lead inside the kernel on C128A after
+# One device call (fifty-third session; prepared, NOT YET RUN: the session's device budget ran
+# out before a machine came): is the peer's lead inside the kernel on C128A after
 # 120K (../2026-12-07-kernel-trace/: ours' kernel 0.25-0.32 us longer in run_peer.py's loop,
 # the same length in Nsight's replay) a matter of address translation? The loop reads 512 MiB
 # before each call, which may push the call's pages out of the GPU's TLBs; ncu's replay does
