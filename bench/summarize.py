@@ -262,6 +262,38 @@ def same_loop_lines(peer, peer_ctx, runs):
     return lines
 
 
+def traced_loop_lines(peer, peer_ctx):
+    """run_peer.py --ours --kernel-trace: the same loop again under torch.profiler, each call's
+    kernel timed by its own CUPTI start and end beside the events, so that a difference inside
+    the kernel can be told from one in the launch. None without traced rows."""
+    def traced(t):
+        return t is not None and t.get("kernel_us") is not None
+
+    rows = sorted((key, r) for key, r in (peer or {}).items()
+                  if traced(r.get("ours_trace")) and traced(r.get("trace_engine")))
+    if not rows:
+        return []
+    empty = (peer_ctx or {}).get("empty_kernel_trace") or {}
+    lines = ["### Kernel: in one loop, each kernel's own time (run_peer.py --kernel-trace)\n",
+             "- kernel us: the call's kernels from the first's start to the last's end (CUPTI, "
+             "torch.profiler), median of the calls; gap us: from the head start's end to the first "
+             "kernel's start (the event record and the launch); events us: the same traced calls' CUDA "
+             "events; kernel ratio = peer kernel us / ours (> 1: ours is faster)",
+             f"- the loop's empty Triton kernel: kernel {fmt(empty.get('kernel_us'), 2)} us, "
+             f"gap {fmt(empty.get('gap_us'), 2)} us\n",
+             "| model | kind | case | ours kernel us | peer kernel us | kernel ratio | ours gap us | peer gap us | "
+             "ours events us | peer events us |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for key, r in rows:
+        model, kind, case = key.split("/")
+        o, p = r["ours_trace"], r["trace_engine"]
+        lines.append(f"| {model} | {kind} | {case} | {fmt(o['kernel_us'], 2)} | {fmt(p['kernel_us'], 2)} | "
+                     f"{fmt(ratio(p['kernel_us'], o['kernel_us']), 2)} | {fmt(o.get('gap_us'), 2)} | "
+                     f"{fmt(p.get('gap_us'), 2)} | {fmt(o.get('event_us'), 2)} | {fmt(p.get('event_us'), 2)} |")
+    lines.append("")
+    return lines
+
+
 def peer_line(ctx, what):
     return (f"- peer: {what}; Triton builder of SPEC §3 (bench/peer/triton_builder.py), "
             f"{ctx.get('gpu', '?')}, torch {ctx.get('torch', '?')}, triton {ctx.get('triton', '?')}")
@@ -486,6 +518,7 @@ def kernel_section(doc, lines, targets, floor_notes, peer=None, peer_ctx=None):
         kernel_floor_targets(floor_rows, targets)
         copy_bandwidth_targets(runs, targets)
         lines += same_loop_lines(peer, peer_ctx, runs)
+        lines += traced_loop_lines(peer, peer_ctx)
         floor_notes += floor_comparisons(kernels, launch_floors(runs))
         for prefix, model, kind, case, r in kernels:
             key = f"{model}/{kind}/{case}"

@@ -87,6 +87,30 @@ class LaunchFloorLines(unittest.TestCase):
         self.assertFalse(any("cuLaunchKernelEx" in line for line in lines))
 
 
+class TracedLoopTable(unittest.TestCase):
+    TRACE = {"event_us": 24.86, "kernel_us": 22.22, "gap_us": 2.50, "calls_traced": 50}
+    PEER = {
+        "flash/C128A/prefill8K_ctx120K": {
+            "device_us": 24.38, "ours_device_us": 24.64, "matches_reference": True,
+            "trace_engine": {"event_us": 24.59, "kernel_us": 21.90, "gap_us": 2.53, "calls_traced": 50},
+            "ours_trace": TRACE},
+        "flash/C4A/prefill8K": {"device_us": 14.35, "ours_device_us": 13.9,
+                                "trace_engine": {"error": "RuntimeError: no CUPTI"}, "ours_trace": TRACE},
+    }
+
+    def test_each_kernels_own_time_and_the_gap_before_it(self):
+        ctx = {"empty_kernel_trace": {"event_us": 3.42, "kernel_us": 0.86, "gap_us": 2.53}}
+        text = "\n".join(summarize.traced_loop_lines(self.PEER, ctx))
+        self.assertIn("| flash | C128A | prefill8K_ctx120K | 22.22 | 21.90 | 0.99 | 2.50 | 2.53 | 24.86 | 24.59 |",
+                      text)
+        self.assertNotIn("C4A", text)  # a failed trace gives no row
+        self.assertIn("empty Triton kernel: kernel 0.86 us, gap 2.53 us", text)
+
+    def test_nothing_without_traces(self):
+        self.assertEqual(summarize.traced_loop_lines(SameLoopTable.PEER, {}), [])
+        self.assertEqual(summarize.traced_loop_lines(None, None), [])
+
+
 class SameLoopTable(unittest.TestCase):
     PEER = {
         "flash/SWA-only/decode64_ctx8K": {"device_us": 3.55, "ours_device_us": 3.40, "ours_host_us": 9.1,

@@ -31,6 +31,9 @@
 #              python with torch + triton; without them it prints SKIPPED and writes nothing.
 #              Where that python also imports dsv4_indices (scripts/install_python.sh), our
 #              builds are checked and timed in the peer's loop too (run_peer.py --ours).
+#   BENCH_PEER_TRACE  on: run_peer.py --kernel-trace as well (each config's calls timed again
+#              under torch.profiler: each kernel's own time and the launch gap, for the peer and,
+#              with --ours, for ours; summary.md's "each kernel's own time" table). Default off
 # Every stage has a time cap and all end within BENCH_DEADLINE_S (default 560 s) + 25 s for
 # the plot and summary; a failed stage does not stop the later ones; the exit status says
 # whether all succeeded.
@@ -173,12 +176,13 @@ if [ "$peer" != off ]; then
   peer_inputs="$build_dir/peer_inputs"
   # With the Python package installed (scripts/install_python.sh), our builds are timed in the
   # peer's own loop too (run_peer.py --ours).
-  ours=()
-  "$python" -c "import dsv4_indices" >/dev/null 2>&1 && ours=(--ours)
+  peer_args=()
+  "$python" -c "import dsv4_indices" >/dev/null 2>&1 && peer_args=(--ours)
+  [ "${BENCH_PEER_TRACE:-off}" = on ] && peer_args+=(--kernel-trace)
   rm -rf "$peer_inputs"
   stage bench_inputs 90 "$bin/bench_inputs" --out "$peer_inputs" --step &&
     stage peer 150 "$python" bench/peer/run_peer.py --inputs "$peer_inputs" --out "$out" --step \
-      ${PEER_FILTER:+--filter "$PEER_FILTER"} "${ours[@]}"
+      ${PEER_FILTER:+--filter "$PEER_FILTER"} "${peer_args[@]}"
   # run_peer.py exits 0 when it skips (no torch/triton/GPU): say so in the status lines.
   [ -f "$out/peer_kernel.json" ] || status_lines+=("peer: no peer_kernel.json (skipped or failed: see its log)")
 fi
