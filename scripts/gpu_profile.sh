@@ -16,7 +16,14 @@
 # error count), one timed call after an L2 flush, as run_peer.py times it. Needs python3 with
 # torch and triton. ARCHIVE=1: everything packed into OUTDIR/logs.tar.gz, for a device call.
 # BUILD_DIR (default build-profile): a Release CUDA build to reuse (e.g. gpu_check.sh's build-gpu).
+# NCU_LAUNCHES (default 1): timed launches profiled per build case and per peer build, each its
+# own result in the report: more than one sample of a duration (floors keep one of each shape).
 set -uo pipefail
+launches=${NCU_LAUNCHES:-1}
+case $launches in
+  [1-9]) ;;
+  *) echo "gpu_profile.sh: NCU_LAUNCHES=$launches: expected a whole number from 1 to 9" >&2; exit 2 ;;
+esac
 out=${1:?usage: gpu_profile.sh OUTDIR [CASE...]}
 shift
 cases=("$@")
@@ -58,7 +65,7 @@ for c in "${cases[@]}"; do
   case $c in
     byte_floor/* | chain_floor/* | translated_floor/* | lookup_floor/*)
       filter=$floor_kernels skip=$floor_shapes count=$floor_shapes ;;
-    *) filter=$kernels skip=6 count=1 ;;
+    *) filter=$kernels skip=6 count=$launches ;;
   esac
   timeout 240 ncu --clock-control none --set full --import-source yes -k "$filter" -s "$skip" -c "$count" \
     -o "$out/ncu_$name" -f ./"$build"/bench/kernel_bench --backends=cuda \
@@ -68,14 +75,16 @@ for c in "${cases[@]}"; do
   ncu --import "$out/ncu_$name.ncu-rep" --page details > "$out/ncu_$name.txt" 2>&1
   summarize "$c rc=$rc" "$name"
   [ "${PEER:-0}" = 1 ] || continue
-  # The peer's launches of one config (run_peer.py, --reps 2): its check, its engine kernel's
-  # check, 3 warm-up + 2 timed calls counting errors, 3 warm-up + 2 timed engine calls: skip 10.
+  # The peer's launches of one config (run_peer.py, --reps R, R = max(2, NCU_LAUNCHES)): its
+  # check, its engine kernel's check, 3 warm-up + R timed calls counting errors, 3 warm-up +
+  # R timed engine calls: skip 8 + R, profile NCU_LAUNCHES of the engine's timed calls.
   key=${c#*/}
   peer_name="peer_$(echo "$key" | tr / _)"
   [ -f "$out/ncu_$peer_name.ncu-rep" ] && continue  # planned and unplanned: one peer build
+  peer_reps=$(( launches > 2 ? launches : 2 ))
   timeout 240 ncu --clock-control none --set full --import-source yes -k 'regex:_mixed_sparse_indices_kernel' \
-    -s 10 -c 1 -o "$out/ncu_$peer_name" -f python3 bench/peer/run_peer.py --inputs "$build"/peer_inputs \
-    --out "$out/peer_run" --filter "^$key\$" --reps 2 > "$out/ncu_$peer_name.log" 2>&1
+    -s $((8 + peer_reps)) -c "$launches" -o "$out/ncu_$peer_name" -f python3 bench/peer/run_peer.py \
+    --inputs "$build"/peer_inputs --out "$out/peer_run" --filter "^$key\$" --reps "$peer_reps" > "$out/ncu_$peer_name.log" 2>&1
   rc=$?
   [ "$rc" = 0 ] || status=1
   ncu --import "$out/ncu_$peer_name.ncu-rep" --page details > "$out/ncu_$peer_name.txt" 2>&1
