@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""run_peer.py's trace segmentation (call_kernels) on hand-made kernel records: no GPU needed."""
+"""run_peer.py without a GPU: the trace segmentation (call_kernels) on hand-made kernel records, and
+the timed loop's page touching (--touch-pages) on stand-ins for torch."""
 import os
 import sys
 import unittest
@@ -44,6 +45,79 @@ class CudaTensorsTest(unittest.TestCase):
         got = run_peer.cuda_tensors({"x": a, "x_cpu": host, "window": 128, "pair": (b, None)})
         self.assertEqual(got, [a, b])
         self.assertEqual(run_peer.cuda_tensors(None), [])
+
+
+class FakeEvent:
+    def __init__(self, enable_timing=True):
+        pass
+
+    def record(self):
+        pass
+
+    def synchronize(self):
+        pass
+
+    def elapsed_time(self, other):
+        return 0.010  # ms
+
+
+class FakeTorch:
+    class cuda:
+        Event = FakeEvent
+
+
+class Touchable(FakeTensor):
+    def __init__(self):
+        super().__init__(True)
+        self.touched = 0
+
+    def reshape(self, *shape):
+        return self
+
+    def element_size(self):
+        return 4
+
+    def __getitem__(self, index):
+        return self
+
+    def sum(self):
+        self.touched += 1
+
+
+class FakePeer:
+    torch = FakeTorch
+
+    def __init__(self, touch_pages):
+        self.touch_pages = touch_pages
+
+    def flush_l2(self):
+        pass
+
+    def head_start(self, us):
+        pass
+
+    def touch(self, tensors):
+        run_peer.Peer.touch(self, tensors)
+
+
+class TimedLoopTest(unittest.TestCase):
+    def run_loop(self, touch_pages):
+        outputs, inputs = [], {"topk": Touchable(), "window": 128}
+
+        def call():
+            outputs.append((Touchable(), Touchable()))
+            return outputs[-1]
+
+        device_us, _ = run_peer.time_calls(FakePeer(touch_pages), call, 4, inputs)
+        self.assertAlmostEqual(device_us, 10.0)
+        return inputs["topk"].touched, [out[0].touched for out in outputs]
+
+    def test_touch_pages_reads_the_inputs_and_the_last_outputs_before_each_timed_call(self):
+        # 3 warm-up calls, then 4 timed: each timed call after a touch of the call before's outputs.
+        self.assertEqual(self.run_loop(True), (4, [0, 0, 1, 1, 1, 1, 0]))
+
+    def test_without_it_nothing_is_touched(self):
+        self.assertEqual(self.run_loop(False), (0, [0] * 7))
 
 
 if __name__ == "__main__":
