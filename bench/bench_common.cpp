@@ -38,7 +38,11 @@ void remove_args(int* argc, char** argv, Taken taken) {
 
 bool take_flag(int* argc, char** argv, const char* flag) {
   bool found = false;
-  remove_args(argc, argv, [&](const char* arg) { return std::strcmp(arg, flag) == 0 && (found = true); });
+  remove_args(argc, argv, [&](const char* arg) {
+    if (std::strcmp(arg, flag) != 0) return false;
+    found = true;
+    return true;
+  });
   return found;
 }
 

@@ -81,7 +81,8 @@ class CompletionEvent {
 // Evicts the L2 by READING a buffer on the stream: `bytes`, or with 0 max(2 x L2 size, 64 MiB).
 // Reading, not writing: a written flush buffer leaves the L2 full of dirty lines whose
 // write-back would be charged to the next kernel (up to 60 MB of extra DRAM writes on an H200).
-// A bigger buffer also leaves fewer of the previous kernel's own dirty lines behind.
+// The size did not move the builds on an H100: 100, 512 and 1024 MiB timed them alike
+// (bench/results/2026-12-07-flush-size-probe/).
 class L2Flusher {
  public:
   explicit L2Flusher(size_t bytes = 0);

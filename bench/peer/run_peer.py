@@ -418,9 +418,10 @@ def check_and_time_ours(peer, ours, inputs, meta, want, want_lens, reps):
         return {"ours_matches_reference": False, "ours_mismatch": mismatch}
     fields = {"ours_matches_reference": True}
     if peer.cuda:
-        fields["ours_device_us"], fields["ours_host_us"] = time_calls(peer, lambda: ours.build(kw), reps, kw)
+        call = functools.partial(ours.build, kw)
+        fields["ours_device_us"], fields["ours_host_us"] = time_calls(peer, call, reps, kw)
         if peer.kernel_trace:
-            fields["ours_trace"] = trace_calls(peer, lambda: ours.build(kw), reps, kw)
+            fields["ours_trace"] = trace_calls(peer, call, reps, kw)
     return fields
 
 
@@ -463,9 +464,8 @@ def run_kernels(peer, configs, reps, results, ours=None):
             results.add(entry)
             continue
         del unchecked
-        timed = {}
-        for checked in (True, False):
-            timed[checked] = time_calls(peer, functools.partial(peer.build, inputs, meta, checked), reps, inputs)
+        calls = {checked: functools.partial(peer.build, inputs, meta, checked) for checked in (True, False)}
+        timed = {checked: time_calls(peer, call, reps, inputs) for checked, call in calls.items()}
         errors = peer.take_errors()
         if errors != 0:
             print(f"run_peer: {key}: {errors} content errors while timing")
@@ -479,7 +479,7 @@ def run_kernels(peer, configs, reps, results, ours=None):
         d, h = timed[True] if timed[True][0] <= timed[False][0] else timed[False]  # the faster form
         entry.update(device_us=d, host_us=h, GBps=meta["bytes"] / (d * 1e-6) / 1e9, reps=reps)
         if peer.kernel_trace:
-            entry["trace_engine"] = trace_calls(peer, functools.partial(peer.build, inputs, meta, False), reps, inputs)
+            entry["trace_engine"] = trace_calls(peer, calls[False], reps, inputs)
             for who, t in (("peer (engine)", entry["trace_engine"]), ("ours", entry.get("ours_trace"))):
                 if t is not None:
                     print(f"run_peer: {key}: traced, {who}: " + json.dumps(t))
