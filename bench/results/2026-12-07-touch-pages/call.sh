@@ -6,9 +6,13 @@
 # before each call, which may push the call's pages out of the GPU's TLBs; ncu's replay does
 # not. run_peer.py --ours --kernel-trace on a side stream, then the same with --touch-pages
 # (one word of every 2 MiB page of the call's inputs and outputs read after the flush:
-# translations warm, data cold), then without again; kernel_bench last.
+# translations warm, data cold), then without again; kernel_bench next. Last (added in the
+# fifty-fourth session), Nsight Compute of the same build with five timed launches each of ours
+# (planned and unplanned) and of the peer's engine kernel (gpu_profile.sh NCU_LAUNCHES=5 PEER=1):
+# the Nsight equality of 2026-12-07-h100-c128a-peer-ncu was one launch of each.
 #   OUT=$OUT bash bench/results/2026-12-07-touch-pages/call.sh      (carry [".deps", ".whl"])
-# Comes back: gpu.txt, call.log, touch.tgz (run_peer JSON and logs, kernel_bench JSON, build logs).
+# Comes back: gpu.txt, call.log, touch.tgz (run_peer JSON and logs, kernel_bench JSON, build
+# logs), profile.log, ncu.tar.gz (the reports as text and ncu's logs; no .ncu-rep, for size).
 set -uo pipefail
 out=${OUT:?}
 start=$SECONDS
@@ -43,3 +47,8 @@ timeout 100 build-py/bench/kernel_bench --backends=cuda --benchmark_repetitions=
 log "kernel_bench rc=$?"
 for f in "$t"/peer_*.log; do echo "== $(basename "$f")"; grep -h "traced\|ours in this loop\|Error\|error" "$f" | cut -c1-330; done >> "$out/call.log"
 (cd "$out" && tar czf touch.tgz t && rm -rf t)
+prof=/tmp/ncu-c128a
+NCU_LAUNCHES=5 PEER=1 BUILD_DIR=build-py timeout 300 scripts/gpu_profile.sh "$prof" \
+  kernel/flash/C128A/prefill8K_ctx120K kernel_planned/flash/C128A/prefill8K_ctx120K > "$out/profile.log" 2>&1
+log "profile rc=$?"
+(cd "$prof" && rm -f ./*.ncu-rep && tar czf "$out/ncu.tar.gz" .)
