@@ -43,7 +43,9 @@ run_logged() {  # run_logged NAME COMMAND...: its log $out/NAME.log, its exit st
   timeout "${TIMEOUT:-${STAGE_TIMEOUT:-540}}" "$@" > "$out/$name.log" 2>&1
   echo $? > "$out/$name.rc"
 }
-verdict() { [ "$(cat "$out/$1.rc")" = 0 ] && echo ok || { status=1; echo "FAILED rc=$(cat "$out/$1.rc")"; }; }
+verdict() {
+  if [ "$(cat "$out/$1.rc")" = 0 ]; then echo ok; else status=1; echo "FAILED rc=$(cat "$out/$1.rc")"; fi
+}
 replay_captures() {
   local d rc=0
   for d in tests/data/capture_*; do

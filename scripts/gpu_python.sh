@@ -27,7 +27,7 @@ run_logged() {  # run_logged NAME LIMIT_S COMMAND...: log $out/NAME.log, verdict
   shift 2
   timeout "$limit" "$@" > "$out/$name.log" 2>&1
   rc=$?
-  [ "$rc" = 0 ] && step "$name" ok $((SECONDS - start)) || { status=1; step "$name" "FAILED rc=$rc" $((SECONDS - start)); }
+  if [ "$rc" = 0 ]; then step "$name" ok $((SECONDS - start)); else status=1; step "$name" "FAILED rc=$rc" $((SECONDS - start)); fi
   return $rc
 }
 { echo "commit $commit${CUDA_FLAGS:+ with CUDA_FLAGS=$CUDA_FLAGS}"; date -u; nvidia-smi; nvcc --version; python3 -c 'import torch; print("torch", torch.__version__)'; } \

@@ -55,7 +55,7 @@ fuzz_one() {  # fuzz_one TARGET: seeds, fuzzes for $seconds, logs to $build_dir/
     local i=0 m
     for m in tests/data/*/manifest.json; do cp "$m" "$work/seed_manifest_$((i++)).json"; done
   fi
-  echo "=== $target: fuzzing for ${seconds}s, $(ls "$work" | wc -l) seed inputs (log: $build_dir/fuzz-$target.log) ==="
+  echo "=== $target: fuzzing for ${seconds}s, $(find "$work" -maxdepth 1 -type f | wc -l) seed inputs (log: $build_dir/fuzz-$target.log) ==="
   "$fuzzer" "$work" -max_total_time="$seconds" -max_len="$(max_len "$target")" -timeout=10 -rss_limit_mb=2048 \
     -dict="$root/tests/fuzz/$target.dict" -artifact_prefix="$artifacts" -print_final_stats=1 \
     >"$root/$build_dir/fuzz-$target.log" 2>&1
@@ -101,6 +101,6 @@ for target in "${targets[@]}"; do
   "$fuzzer" -merge=1 -max_len="$(max_len "$target")" "$minimized" "$root/$build_dir/fuzz-work/$target" \
     >"$root/$build_dir/fuzz-merge-$target.log" 2>&1 || { echo "!!! $target: merge failed"; status=1; }
   rm -rf "$corpus"; mkdir -p "$corpus"; cp "$minimized"/* "$corpus/" 2>/dev/null || true
-  echo "=== $target: corpus minimized to $(ls "$corpus" | wc -l) inputs, $(du -s --apparent-size -h "$corpus" | cut -f1) in tests/fuzz/corpus/$target"
+  echo "=== $target: corpus minimized to $(find "$corpus" -maxdepth 1 -type f | wc -l) inputs, $(du -s --apparent-size -h "$corpus" | cut -f1) in tests/fuzz/corpus/$target"
 done
 exit $status

@@ -21,7 +21,8 @@ for tool in nvdisasm cuobjdump; do
     chmod +x .tools/nvidia/cu*/bin/$tool
   fi
 done
-bin=$(dirname "$(ls .tools/nvidia/cu*/bin/nvdisasm | head -1)")
+nvdisasm_found=(.tools/nvidia/cu*/bin/nvdisasm)
+bin=$(dirname "${nvdisasm_found[0]}")
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 # The build's CUDA warning flags (DSV4_CUDA_WARNINGS, read from CMakeLists.txt), so that a trial
 # that compiles here compiles there.
