@@ -239,7 +239,7 @@ def load_peer(path, errors):
 def same_loop_lines(peer, peer_ctx, runs):
     """Ours through the Python package and the peer, timed in run_peer.py's one loop (--ours):
     the comparison no difference between two harnesses can bias, beside kernel_bench's time of
-    the same build and both harnesses' empty-kernel floors. None without such rows."""
+    the same build and both harnesses' empty-kernel floors. No lines without such rows."""
     rows = sorted((key, r) for key, r in (peer or {}).items() if r.get("ours_device_us") is not None)
     if not rows:
         return []
@@ -265,7 +265,7 @@ def same_loop_lines(peer, peer_ctx, runs):
 def traced_loop_lines(peer, peer_ctx):
     """run_peer.py --ours --kernel-trace: the same loop again under torch.profiler, each call's
     kernel timed by its own CUPTI start and end beside the events, so that a difference inside
-    the kernel can be told from one in the launch. None without traced rows."""
+    the kernel can be told from one in the launch. No lines without traced rows."""
     def traced(t):
         return t is not None and t.get("kernel_us") is not None
 
