@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# One device call, any card (gpu.txt names it): one-request steps without token_to_req
+# (MixedSparseIndicesPolicy::kOneRequestKnown) against main's rows, which read it
+# (base: -DDSV4_ALWAYS_READ_TOKEN_TO_REQ=1, main's SASS). kernel_bench, 30 prefill builds (all
+# one request, each checked against the reference before it is timed), 3 rounds alternating.
+# The 15 planned builds read the token plan in both variants: the in-call control. Only if the
+# 15 unplanned builds gain 0.8 % or more on the mean: the GPU tests phase (dsv4 verify 1000
+# steps), then the sanitizers without the 200-replay graph tests (graphs run checked kernels,
+# unchanged), in the known variant's build folder, until DL seconds from the start.
+#   [DL=480] OUT=$OUT bash bench/results/2026-12-07-one-request-trial/call.sh     (carry [".deps"])
+set -uo pipefail
+out=${OUT:?}
+dl=${DL:-480}
+start=$SECONDS
+cd "$(dirname "$0")/../../.." || exit 2
+export DEPS=$PWD/.deps
+{
+  TRIAL_FILTER='cuda/kernel(_planned)?/(flash|pro)/(C4A|C128A|SWA-only)/prefill(1K|8K|8K_ctx120K)/' \
+    TRIAL_VARIANTS='base:-DDSV4_ALWAYS_READ_TOKEN_TO_REQ=1 known' ROUNDS=3 scripts/gpu_call.sh "$out" trial trial
+  echo "trial rc=$? at $((SECONDS - start)) s"
+} > "$out/call.log" 2>&1
+# Mean change of the unplanned builds (known / base - 1), in %.
+gain=$(awk '$1 ~ /^cuda\/kernel\// && NF == 3 && !seen[$1]++ { s += $3 / $2 - 1; n++ }
+            END { if (n) printf "%.2f", -100 * s / n; else print "none" }' "$out/trial/compare.txt" 2>/dev/null)
+echo "unplanned mean gain: ${gain:-none} % (15 builds expected)" >> "$out/call.log"
+if [ -z "$gain" ] || [ "$gain" = none ] || awk -v g="$gain" 'BEGIN { exit !(g < 0.8) }'; then
+  echo "no checks: below 0.8 %" >> "$out/call.log"
+  exit 0
+fi
+build=$(ls -d build-trial-* | while read -r d; do grep -q 'DSV4_ALWAYS' "$d/CMakeCache.txt" || echo "$d"; done | head -1)
+left() { echo $((dl - (SECONDS - start))); }
+echo "checks in $build, $(left) s left" >> "$out/call.log"
+if [ "$(left)" -gt 120 ]; then
+  BUILD_DIR=$build ARCHIVE=1 PHASES=tests STAGE_TIMEOUT=$(($(left) - 20)) \
+    scripts/gpu_check.sh "$out/chk" 1000 > "$out/t.log" 2>&1
+  echo "tests rc=$? at $((SECONDS - start)) s" >> "$out/call.log"
+fi
+if [ "$(left)" -gt 90 ]; then
+  mv "$out/chk" "$out/chk-tests" 2>/dev/null
+  BUILD_DIR=$build ARCHIVE=1 PHASES=sanitizers SANITIZE_REPLAYS=0 SANITIZER_TIMEOUT=$(($(left) - 15)) \
+    scripts/gpu_check.sh "$out/chk" 100 > "$out/s.log" 2>&1
+  echo "sanitizers rc=$? at $((SECONDS - start)) s" >> "$out/call.log"
+  mkdir -p "$out/chk-all" && mv "$out/chk-tests" "$out/chk-all/tests" 2>/dev/null
+  mv "$out/chk" "$out/chk-all/sanitizers" 2>/dev/null
+else
+  mkdir -p "$out/chk-all" && mv "$out/chk" "$out/chk-all/tests" 2>/dev/null
+fi
+tar -C "$out" -czf "$out/chk.tgz" chk-all 2>/dev/null && rm -rf "$out/chk-all"
+ls -la "$out" "$out/trial" >> "$out/call.log"
