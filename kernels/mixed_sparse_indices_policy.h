@@ -55,15 +55,6 @@ struct MixedSparseIndicesPolicy {
   // Decode-only steps whose rows have at most this many 16-byte chunks take the decode-chunk
   // kernel: a CTA per row (the chunks rounded up to whole warps), a thread per chunk.
   static constexpr int32_t kDecodeRowMaxChunks = 1024;
-  // An unchecked row of a one-request step takes request 0 without reading token_to_req: after
-  // validation (SPEC §4) every entry is 0, and the request's metadata loads start one dependent
-  // load sooner. (DSV4_ALWAYS_READ_TOKEN_TO_REQ, a compile definition, turns it off: A/B trials
-  // only, bench/results/2026-12-07-one-request-trial.)
-#if defined(DSV4_ALWAYS_READ_TOKEN_TO_REQ)
-  static constexpr bool kOneRequestKnown = false;
-#else
-  static constexpr bool kOneRequestKnown = true;
-#endif
 };
 
 // How a launch maps rows to threads: `group_threads` threads own one row, each handling up to

@@ -7,9 +7,8 @@
 //
 // A row in three steps, in the order that overlaps memory latencies:
 //   start_row   what t alone gives (token_to_req[t], or a prefill row's token plan entry, is
-//               loaded, not yet used; an unchecked row of a one-request step reads neither: its
-//               request is 0), then the loads of the first pass's input columns, which need t
-//               only;
+//               loaded, not yet used), then the loads of the first pass's input columns, which
+//               need t only;
 //   plan_row    the request's metadata: position (from the plan when there is one: no further
 //               read), window and top-k lengths, table rows;
 //   finish_chunk / store_chunk per chunk, and row_length for sparse_lens[t].
@@ -17,8 +16,7 @@
 // Memory: every read stays inside the inputs (rows t < D of the decode tensors, row t - D of
 // prefill_topk, columns below their widths, row r < R of a block table, block < its width)
 // and every write inside row t of the outputs, for any input values once the shapes passed
-// validation (a token_to_req entry out of range is caught per row, not trusted; a one-request
-// step's unchecked rows take request 0, in range).
+// validation (a token_to_req entry out of range is caught per row, not trusted).
 // kChecked (SPEC §7 run-time sizes, resolved into `a` by resolve_run_time_sizes): a row whose
 // metadata breaks the structural checks (row_metadata_valid) is written -1 with length 0,
 // without a content error; padding rows [T, T_cap) read nothing (write_padding_row). Both have
@@ -79,8 +77,7 @@ DSV4_HD DSV4_INLINE bool is_decode_row(const MixedSparseIndicesArgs& a, int32_t 
   return t < a.num_decode_tokens;
 }
 
-// kChecked rows read token_to_req even in a one-request step: checking it is their job (SPEC §7).
-template <RowKinds kRows = RowKinds::kBoth, bool kChecked = false>
+template <RowKinds kRows = RowKinds::kBoth>
 DSV4_HD DSV4_INLINE RowStart start_row(const MixedSparseIndicesArgs& a, int32_t t) {
   RowStart s{};
   s.token = t;
@@ -90,8 +87,6 @@ DSV4_HD DSV4_INLINE RowStart start_row(const MixedSparseIndicesArgs& a, int32_t 
     const TokenPlanEntry e = load_plan_entry(a.token_plan_in + t);
     s.request = e.request;
     s.position = e.position;
-  } else if (!kChecked && MixedSparseIndicesPolicy::kOneRequestKnown && a.num_requests == 1) {
-    s.request = 0;  // validated: every entry is 0 (SPEC §4)
   } else {
     s.request = load_input(a.token_to_req + t);
   }
@@ -464,7 +459,7 @@ template <int kChunks, bool kParts = false, bool kChecked = false, bool kGatherL
 DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArgs& a, int32_t t, int32_t rank,
                                                      int32_t group_threads, int32_t* errors) {
   using Columns = RowColumns<kParts>;
-  RowShare share{start_row<RowKinds::kPrefill, kChecked>(a, t), RowPlan{}, 0};
+  RowShare share{start_row<RowKinds::kPrefill>(a, t), RowPlan{}, 0};
   const int32_t window_chunks = a.window / 4;
   const int32_t compressed_chunks = Columns::end(a) / 4 - window_chunks;  // written (0: a window part)
   const int32_t pass = kChunks * group_threads;
@@ -547,7 +542,7 @@ DSV4_HD DSV4_INLINE RowShare build_row_share(const MixedSparseIndicesArgs& a, in
   const int32_t first_chunk = Columns::first(a) / kLanes;  // the chunks written: [first_chunk, + chunks)
   const int32_t chunks = Columns::end(a) / kLanes - first_chunk;
   const int32_t pass = kChunks * group_threads;
-  RowShare share{start_row<kRows, kChecked>(a, t), RowPlan{}, 0};
+  RowShare share{start_row<kRows>(a, t), RowPlan{}, 0};
   // (read only where loaded; initialized for the compilers' flow analysis)
   int32_t va[kChunks][kLanes] = {};
   int32_t vb[kChunks][kLanes] = {};

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# One device call, any card (gpu.txt names it): one-request steps without token_to_req
-# (MixedSparseIndicesPolicy::kOneRequestKnown) against main's rows, which read it
+# One device call (fifty-sixth session), any card (gpu.txt names it): one-request steps without
+# token_to_req (MixedSparseIndicesPolicy::kOneRequestKnown) against main's rows, which read it
 # (base: -DDSV4_ALWAYS_READ_TOKEN_TO_REQ=1, main's SASS). kernel_bench, 30 prefill builds (all
 # one request, each checked against the reference before it is timed), 3 rounds alternating.
 # The 15 planned builds read the token plan in both variants: the in-call control. Only if the
@@ -14,6 +14,10 @@ dl=${DL:-480}
 start=$SECONDS
 cd "$(dirname "$0")/../../.." || exit 2
 export DEPS=$PWD/.deps
+# The change, not kept on main (one_request.patch: commit 28b3ad4's kernels/ and tests/), applied to
+# the device's copy of the tree when it is not there already.
+here=bench/results/2026-12-07-one-request-trial
+grep -q kOneRequestKnown kernels/mixed_sparse_indices_policy.h || git apply "$here/one_request.patch" || exit 2
 {
   TRIAL_FILTER='cuda/kernel(_planned)?/(flash|pro)/(C4A|C128A|SWA-only)/prefill(1K|8K|8K_ctx120K)/' \
     TRIAL_VARIANTS='base:-DDSV4_ALWAYS_READ_TOKEN_TO_REQ=1 known' ROUNDS=3 scripts/gpu_call.sh "$out" trial trial
