@@ -1,22 +1,59 @@
 #!/usr/bin/env bash
-# The second device call (fifty-sixth session), any card (gpu.txt names it): level 2 of
-# row_metadata_v2.patch (applied here when the tree lacks it), whose early metadata loads take
-# request 0's addresses from the launch arguments, against main's rows (level 0). The first
-# call's level 2 indexed them by the row's request register, which a planned row fills from its
-# plan entry: the planned builds waited for that entry before their first inputs (+1.9 to +5.4 %).
-# kernel_bench, the same 30 prefill builds (each checked against the reference before it is
-# timed), 4 rounds alternating. No checks: the call is sized for the session's last 480 s.
-#   OUT=$OUT bash bench/results/2026-12-07-row-metadata-trial/call_v2.sh     (carry [".deps"])
+# The second device call (fifty-sixth session, prepared, not run), any card (gpu.txt names it):
+# level 2 of row_metadata_v2.patch (applied here when the tree lacks it), whose early metadata
+# loads take request 0's addresses from the launch arguments, against main's rows (level 0).
+# The first call's level 2 indexed them by the row's request register, which a planned row fills
+# from its plan entry: the planned builds waited for that entry before their first inputs (+1.5
+# to +5.4 %). kernel_bench, the same 30 prefill builds (each checked against the reference
+# before it is timed), 4 rounds alternating (~150 s with the builds).
+# DL (s from the start, default 0: the trial only): if the 15 unplanned builds gain 0.8 % or
+# more on the mean and the 15 planned ones lose at most 0.5 %, the GPU tests phase (dsv4 verify
+# 1000 steps) in early's build folder, then the sanitizers without the 200-replay graph tests
+# (level 2 changes 76 unchecked kernels and no checked one, which graphs launch), until DL.
+# ONLY=sanitizers: no trial; the whole sanitizer phase of the patched tree (gpu_call.sh
+# sanitizers), for a call after one whose sanitizers were cut short.
+#   [DL=0] [ONLY=sanitizers] OUT=$OUT bash bench/results/2026-12-07-row-metadata-trial/call_v2.sh
+#   (carry [".deps"])
 set -uo pipefail
 out=${OUT:?}
+dl=${DL:-0}
 start=$SECONDS
 cd "$(dirname "$0")/../../.." || exit 2
 export DEPS=$PWD/.deps
 here=bench/results/2026-12-07-row-metadata-trial
 grep -q kRowMetadata kernels/mixed_sparse_indices_policy.h || git apply "$here/row_metadata_v2.patch" || exit 2
 grep -q 'early_metadata(const MixedSparseIndicesArgs& a)' kernels/mixed_sparse_indices_row.h || exit 2
+if [ "${ONLY:-}" = sanitizers ]; then
+  scripts/gpu_call.sh "$out" sanitizers > "$out/call.log" 2>&1
+  echo "sanitizers rc=$? at $((SECONDS - start)) s" >> "$out/call.log"
+  exit 0
+fi
 {
   TRIAL_FILTER='cuda/kernel(_planned)?/(flash|pro)/(C4A|C128A|SWA-only)/prefill(1K|8K|8K_ctx120K)/' \
     TRIAL_VARIANTS='base:-DDSV4_ROW_METADATA=0 early' ROUNDS=4 scripts/gpu_call.sh "$out" trial trial
   echo "trial rc=$? at $((SECONDS - start)) s"
 } > "$out/call.log" 2>&1
+# compare.txt: a case a line, "name base early" (medians). Mean change (early / base - 1), in %,
+# of the unplanned and of the planned builds.
+read -r unplanned planned <<< "$(awk '$1 ~ /^cuda\/kernel(_planned)?\// && NF == 3 {
+    g = $1 ~ /^cuda\/kernel_planned\// ? 2 : 1; s[g] += $3 / $2 - 1; n[g]++ }
+  END { printf "%.2f %.2f", n[1] ? 100 * s[1] / n[1] : 99, n[2] ? 100 * s[2] / n[2] : 99 }' "$out/trial/compare.txt")"
+echo "mean change, early against base: unplanned $unplanned %, planned $planned %" >> "$out/call.log"
+awk -v u="$unplanned" -v p="$planned" 'BEGIN { exit !(u <= -0.8 && p <= 0.5) }' ||
+  { echo "no checks (or below the bar)" >> "$out/call.log"; exit 0; }
+left() { echo $((dl - (SECONDS - start))); }
+build=build-trial-$(printf '%s' "|" | sha1sum | cut -c1-10)  # early's: no compile flags
+mkdir -p "$out/chk-all"
+if [ "$(left)" -gt 120 ]; then
+  BUILD_DIR=$build ARCHIVE=1 PHASES=tests STAGE_TIMEOUT=$(($(left) - 20)) \
+    scripts/gpu_check.sh "$out/chk" 1000 > "$out/t.log" 2>&1
+  echo "tests rc=$? at $((SECONDS - start)) s" >> "$out/call.log"
+  mv "$out/chk" "$out/chk-all/tests"
+fi
+if [ "$(left)" -gt 90 ]; then
+  BUILD_DIR=$build ARCHIVE=1 PHASES=sanitizers SANITIZE_REPLAYS=0 \
+    SANITIZER_TIMEOUT=$(($(left) - 15)) scripts/gpu_check.sh "$out/chk" 100 > "$out/s.log" 2>&1
+  echo "sanitizers rc=$? at $((SECONDS - start)) s" >> "$out/call.log"
+  mv "$out/chk" "$out/chk-all/sanitizers"
+fi
+tar -C "$out" -czf "$out/chk.tgz" chk-all && rm -rf "$out/chk-all"
