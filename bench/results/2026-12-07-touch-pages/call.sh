@@ -2,8 +2,8 @@
 # One device call (prepared in the fifty-third session, run in the fifty-fourth: README.md): is
 # the peer's lead inside the kernel on C128A after 120K (../2026-12-07-kernel-trace/: ours'
 # kernel 0.25-0.32 us longer in run_peer.py's loop, the same length in Nsight's replay) a
-# matter of address translation? The loop reads 512 MiB before each call, which may push the call's pages out of the GPU's TLBs; ncu's replay does
-# not. run_peer.py --ours --kernel-trace on a side stream, then the same with --touch-pages
+# matter of address translation? The loop reads 512 MiB before each call, which may push the
+# call's pages out of the GPU's TLBs; ncu's replay does not. run_peer.py --ours --kernel-trace on a side stream, then the same with --touch-pages
 # (one word of every 2 MiB page of the call's inputs and outputs read after the flush:
 # translations warm, data cold), then without again; kernel_bench next. Last (added in the
 # fifty-fourth session), Nsight Compute of the same build with five timed launches each of ours
