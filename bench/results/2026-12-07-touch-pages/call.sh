@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # One device call (prepared in the fifty-third session, run in the fifty-fourth: README.md): is
-# the peer's lead inside the kernel on C128A after 120K (../2026-12-07-kernel-trace/: ours'
-# kernel 0.25-0.32 us longer in run_peer.py's loop, the same length in Nsight's replay) a
-# matter of address translation? The loop reads 512 MiB before each call, which may push the
-# call's pages out of the GPU's TLBs; ncu's replay does not. run_peer.py --ours --kernel-trace on a side stream, then the same with --touch-pages
-# (one word of every 2 MiB page of the call's inputs and outputs read after the flush:
-# translations warm, data cold), then without again; kernel_bench next. Last (added in the
-# fifty-fourth session), Nsight Compute of the same build with five timed launches each of ours
-# (planned and unplanned) and of the peer's engine kernel (gpu_profile.sh NCU_LAUNCHES=5 PEER=1):
-# the Nsight equality of 2026-12-07-h100-c128a-peer-ncu was one launch of each.
+# the peer's lead inside the kernel on C128A after 120K (../2026-12-07-kernel-trace/: ours' kernel
+# 0.25-0.32 us longer in run_peer.py's loop, the same length in Nsight's replay) a matter of
+# address translation? The loop reads 512 MiB before each call, which may push the call's pages
+# out of the GPU's TLBs; ncu's replay does not. run_peer.py --ours --kernel-trace on a side
+# stream, then the same with --touch-pages (one word of every 2 MiB page of the call's inputs and
+# outputs read after the flush: translations warm, data cold), then without again; kernel_bench
+# next. Last (added in the fifty-fourth session), Nsight Compute of the same build with five timed
+# launches each of ours (planned and unplanned) and of the peer's engine kernel (gpu_profile.sh
+# NCU_LAUNCHES=5 PEER=1): the Nsight equality of 2026-12-07-h100-c128a-peer-ncu was one launch of
+# each.
 #   OUT=$OUT bash bench/results/2026-12-07-touch-pages/call.sh      (carry [".deps", ".whl"])
 # Comes back: gpu.txt, call.log, touch.tgz (run_peer JSON and logs, kernel_bench JSON, build
 # logs), profile.log, ncu.tar.gz (the reports as text and ncu's logs; no .ncu-rep, for size).
