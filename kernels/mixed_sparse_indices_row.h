@@ -7,16 +7,20 @@
 //
 // A row in three steps, in the order that overlaps memory latencies:
 //   start_row   what t alone gives (token_to_req[t], or a prefill row's token plan entry, is
-//               loaded, not yet used), then the loads of the first pass's input columns, which
-//               need t only;
-//   plan_row    the request's metadata: position (from the plan when there is one: no further
-//               read), window and top-k lengths, table rows;
+//               loaded, not yet used; an unchecked row of a one-request step reads neither: its
+//               request is 0; an unchecked prefill row without a plan also loads the last
+//               request's metadata, at addresses known at launch), then the loads of the first
+//               pass's input columns, which need t only;
+//   plan_row    the request's metadata: position (from the plan when there is one, or from
+//               the last request's metadata when the row is that request's: no further read),
+//               window and top-k lengths, table rows;
 //   finish_chunk / store_chunk per chunk, and row_length for sparse_lens[t].
 //
 // Memory: every read stays inside the inputs (rows t < D of the decode tensors, row t - D of
 // prefill_topk, columns below their widths, row r < R of a block table, block < its width)
 // and every write inside row t of the outputs, for any input values once the shapes passed
-// validation (a token_to_req entry out of range is caught per row, not trusted).
+// validation (a token_to_req entry out of range is caught per row, not trusted; a one-request
+// step's unchecked rows take request 0, in range).
 // kChecked (SPEC §7 run-time sizes, resolved into `a` by resolve_run_time_sizes): a row whose
 // metadata breaks the structural checks (row_metadata_valid) is written -1 with length 0,
 // without a content error; padding rows [T, T_cap) read nothing (write_padding_row). Both have
@@ -39,6 +43,9 @@ struct RowStart {
   int32_t token;
   int32_t request;               // token_to_req[t] as loaded; plan_row checks its range
   int32_t position;              // prefill with a.token_plan_in: the plan's position (else unset)
+  // unchecked prefill without a token plan (early_metadata): the last request's
+  // query_start_loc[R - 1], [R] and seq_lens[R - 1], loaded at the start (else unset)
+  int32_t last_begin, last_end, last_seq_len;
   bool decode;
   const int32_t* window_in;      // decode: the token's decode_swa_indices row
   const int32_t* compressed_in;  // decode: decode_compressed row; prefill: prefill_topk row
@@ -77,7 +84,14 @@ DSV4_HD DSV4_INLINE bool is_decode_row(const MixedSparseIndicesArgs& a, int32_t 
   return t < a.num_decode_tokens;
 }
 
-template <RowKinds kRows = RowKinds::kBoth>
+// Whether an unchecked prefill row without a token plan loads the last request's metadata at
+// its start, before its own request is known.
+DSV4_HD DSV4_INLINE bool early_metadata(const MixedSparseIndicesArgs& a, const RowStart& s) {
+  return !s.decode && a.token_plan_in == nullptr && a.num_requests >= 1;
+}
+
+// kChecked rows read token_to_req even in a one-request step: checking it is their job (SPEC §7).
+template <RowKinds kRows = RowKinds::kBoth, bool kChecked = false>
 DSV4_HD DSV4_INLINE RowStart start_row(const MixedSparseIndicesArgs& a, int32_t t) {
   RowStart s{};
   s.token = t;
@@ -87,8 +101,21 @@ DSV4_HD DSV4_INLINE RowStart start_row(const MixedSparseIndicesArgs& a, int32_t 
     const TokenPlanEntry e = load_plan_entry(a.token_plan_in + t);
     s.request = e.request;
     s.position = e.position;
+  } else if (!kChecked && a.num_requests == 1) {
+    s.request = 0;  // validated: every entry is 0 (SPEC §4)
   } else {
     s.request = load_input(a.token_to_req + t);
+  }
+  if constexpr (!kChecked) {
+    // At addresses known at launch: a planned row, whose request comes from its plan entry,
+    // must not wait for that entry here (it did when they were indexed by the request's
+    // register: +1.5 to +5.4 % on planned builds, bench/results/2026-12-07-row-metadata-trial).
+    if (early_metadata(a, s)) {
+      const int32_t last = a.num_requests - 1;
+      s.last_begin = load_input(a.query_start_loc + last);
+      s.last_end = load_input(a.query_start_loc + last + 1);
+      s.last_seq_len = load_input(a.seq_lens + last);
+    }
   }
   if (s.decode) {
     s.window_in = a.decode_swa_indices + static_cast<int64_t>(t) * a.decode_swa_stride;
@@ -155,6 +182,8 @@ DSV4_HD DSV4_INLINE RowPlan plan_row(const MixedSparseIndicesArgs& a, const RowS
   if constexpr (!kChecked) {
     if (a.token_plan_in != nullptr) {
       plan_prefill(a, s.position, p);
+    } else if (early_metadata(a, s) && s.request == a.num_requests - 1) {
+      plan_prefill(a, prefill_position(s.token, s.last_begin, s.last_end, s.last_seq_len), p);
     } else {
       const int32_t begin = load_input(a.query_start_loc + s.request);
       const int32_t end = load_input(a.query_start_loc + s.request + 1);
@@ -459,7 +488,7 @@ template <int kChunks, bool kParts = false, bool kChecked = false, bool kGatherL
 DSV4_HD DSV4_INLINE RowShare build_prefill_row_share(const MixedSparseIndicesArgs& a, int32_t t, int32_t rank,
                                                      int32_t group_threads, int32_t* errors) {
   using Columns = RowColumns<kParts>;
-  RowShare share{start_row<RowKinds::kPrefill>(a, t), RowPlan{}, 0};
+  RowShare share{start_row<RowKinds::kPrefill, kChecked>(a, t), RowPlan{}, 0};
   const int32_t window_chunks = a.window / 4;
   const int32_t compressed_chunks = Columns::end(a) / 4 - window_chunks;  // written (0: a window part)
   const int32_t pass = kChunks * group_threads;
@@ -542,7 +571,7 @@ DSV4_HD DSV4_INLINE RowShare build_row_share(const MixedSparseIndicesArgs& a, in
   const int32_t first_chunk = Columns::first(a) / kLanes;  // the chunks written: [first_chunk, + chunks)
   const int32_t chunks = Columns::end(a) / kLanes - first_chunk;
   const int32_t pass = kChunks * group_threads;
-  RowShare share{start_row<kRows>(a, t), RowPlan{}, 0};
+  RowShare share{start_row<kRows, kChecked>(a, t), RowPlan{}, 0};
   // (read only where loaded; initialized for the compilers' flow analysis)
   int32_t va[kChunks][kLanes] = {};
   int32_t vb[kChunks][kLanes] = {};

@@ -420,11 +420,14 @@ TEST(RowLogicAsGpuGroups, RandomBuildsOnEveryPathGroupAndChunkCount) {
 // SPEC §8 parts as GPU groups: each part of a random build, built by groups of 1 to 256 ranks
 // over poisoned memory, leaves exactly what testing::reference_part says (its columns of the
 // reference's rows, the poison elsewhere) and counts its columns' content errors.
+// `token_to_req`: what the build is given to read in place of the step's own (T entries).
 ::testing::AssertionResult part_matches_reference(const ref::BuilderInputs& in, RowPart part, int32_t group_threads,
-                                                  int32_t chunks, Path path, const harness::RequestLayout& layout) {
+                                                  int32_t chunks, Path path, const harness::RequestLayout& layout,
+                                                  const int32_t* token_to_req = nullptr) {
   harness::StagedRequest staged(Backend::kHost, in, layout);
   BuildRequest request = staged.request();
   request.part = part;
+  if (token_to_req != nullptr) request.token_to_req = token_to_req;
   const int32_t T = request.num_tokens;
   const int32_t width = part_output_width(request);
   std::vector<int32_t> indices(static_cast<size_t>(T) * static_cast<size_t>(width) + 1, testing::kPoisonedIndex);
@@ -754,6 +757,46 @@ TEST(RowLogicAsGpuGroups, WideRowsAndTinyBatch) {
       for (int32_t chunks : {1, 2, 4, 8}) {
         EXPECT_TRUE(groups_match_reference(in, group, chunks, Path::kAsChosen, {}));
         EXPECT_TRUE(groups_match_reference(in, group, chunks, Path::kGeneralBlockMath, {}));
+      }
+    }
+  }
+}
+
+// A step of one request: after validation (SPEC §4) every token_to_req entry is 0, so an
+// unchecked row takes request 0 without reading it (start_row), and a prefill row's metadata is
+// the last request's, loaded at the row's start. Given a token_to_req of 7s (a read would fail
+// every row: -1, one error each), every path and part still builds the reference's rows: prefill
+// rows of each layer kind at the start of a request and after context, and a decode.
+TEST(RowLogicAsGpuGroups, UncheckedRowsOfAOneRequestStepDoNotReadTokenToReq) {
+  const ref::ModelSchedule flash = ref::deepseek_v4_flash();
+  int32_t first_layer_of[3] = {-1, -1, -1};  // by LayerKind: SWA-only, C4A, C128A
+  for (int32_t layer = 0; layer < flash.num_layers(); ++layer) {
+    int32_t& first = first_layer_of[static_cast<int>(ref::layer_kind_from_ratio(flash.compress_ratios[layer]))];
+    if (first < 0) first = layer;
+  }
+  harness::StepShape prefill_at_start, prefill_after_context, one_decode;
+  prefill_at_start.num_prefills = prefill_after_context.num_prefills = 1;
+  prefill_at_start.prefill_tokens_each = prefill_after_context.prefill_tokens_each = 45;
+  prefill_after_context.prefill_context = 2100;
+  one_decode.num_decodes = 1;
+  one_decode.decode_context = 2100;
+  for (const harness::StepShape& shape : {prefill_at_start, prefill_after_context, one_decode}) {
+    const ref::Step step = harness::make_step(shape);
+    const std::vector<ref::C4aIndexerOutput> c4a = harness::make_c4a_indexer_outputs(step, flash, 13);
+    for (int32_t layer : first_layer_of) {
+      ASSERT_GE(layer, 0);
+      const ref::BuilderInputs in = ref::layer_builder_inputs(step, flash, layer, &c4a[static_cast<size_t>(layer)]);
+      ASSERT_EQ(in.query_start_loc.size(), 2);  // one request
+      const std::vector<int32_t> sevens(static_cast<size_t>(in.token_to_req.size()), 7);
+      for (RowPart part : {RowPart::kWhole, RowPart::kWindow, RowPart::kCompressed, RowPart::kTail}) {
+        for (Path path : {Path::kAsChosen, Path::kScalar, Path::kGeneralBlockMath, Path::kDecodeChunkArgs,
+                          Path::kPrefillRowsArgs, Path::kGatheredLookups}) {
+          for (int32_t group : {1, 8, 64}) {
+            EXPECT_TRUE(part_matches_reference(in, part, group, 2, path, {}, sevens.data()))
+                << "decodes " << shape.num_decodes << " context " << shape.prefill_context << " layer " << layer
+                << " part " << row_part_name(part) << " path " << static_cast<int>(path) << " group " << group;
+          }
+        }
       }
     }
   }
