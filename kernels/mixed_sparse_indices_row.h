@@ -7,10 +7,10 @@
 //
 // A row in three steps, in the order that overlaps memory latencies:
 //   start_row   what t alone gives (token_to_req[t], or a prefill row's token plan entry, is
-//               loaded, not yet used; an unchecked row of a one-request step reads neither: its
-//               request is 0; an unchecked prefill row without a plan also loads the last
-//               request's metadata, at addresses known at launch), then the loads of the first
-//               pass's input columns, which need t only;
+//               loaded, not yet used; an unchecked prefill row of a one-request step reads
+//               neither: its request is 0; an unchecked prefill row without a plan also loads
+//               the last request's metadata, at addresses known at launch), then the loads of
+//               the first pass's input columns, which need t only;
 //   plan_row    the request's metadata: position (from the plan when there is one, or from
 //               the last request's metadata when the row is that request's: no further read),
 //               window and top-k lengths, table rows;
@@ -20,7 +20,7 @@
 // prefill_topk, columns below their widths, row r < R of a block table, block < its width)
 // and every write inside row t of the outputs, for any input values once the shapes passed
 // validation (a token_to_req entry out of range is caught per row, not trusted; a one-request
-// step's unchecked rows take request 0, in range).
+// step's unchecked prefill rows take request 0, in range).
 // kChecked (SPEC §7 run-time sizes, resolved into `a` by resolve_run_time_sizes): a row whose
 // metadata breaks the structural checks (row_metadata_valid) is written -1 with length 0,
 // without a content error; padding rows [T, T_cap) read nothing (write_padding_row). Both have
@@ -101,8 +101,10 @@ DSV4_HD DSV4_INLINE RowStart start_row(const MixedSparseIndicesArgs& a, int32_t 
     const TokenPlanEntry e = load_plan_entry(a.token_plan_in + t);
     s.request = e.request;
     s.position = e.position;
-  } else if (!kChecked && a.num_requests == 1) {
-    s.request = 0;  // validated: every entry is 0 (SPEC §4)
+  } else if (!kChecked && !s.decode && a.num_requests == 1) {
+    // validated: every entry is 0 (SPEC §4). Prefill rows only: a decode-only kernel keeps its
+    // code (one decode a step gains nothing worth a branch in every decode row).
+    s.request = 0;
   } else {
     s.request = load_input(a.token_to_req + t);
   }

@@ -763,10 +763,10 @@ TEST(RowLogicAsGpuGroups, WideRowsAndTinyBatch) {
 }
 
 // A step of one request: after validation (SPEC §4) every token_to_req entry is 0, so an
-// unchecked row takes request 0 without reading it (start_row), and a prefill row's metadata is
-// the last request's, loaded at the row's start. Given a token_to_req of 7s (a read would fail
-// every row: -1, one error each), every path and part still builds the reference's rows: prefill
-// rows of each layer kind at the start of a request and after context, and a decode.
+// unchecked prefill row takes request 0 without reading it (start_row), and its metadata is the
+// last request's, loaded at the row's start. Given a token_to_req of 7s (a read would fail every
+// row: -1, one error each), every path and part still builds the reference's prefill rows of
+// each layer kind, at the start of a request and after context. (Decode rows still read it.)
 TEST(RowLogicAsGpuGroups, UncheckedRowsOfAOneRequestStepDoNotReadTokenToReq) {
   const ref::ModelSchedule flash = ref::deepseek_v4_flash();
   int32_t first_layer_of[3] = {-1, -1, -1};  // by LayerKind: SWA-only, C4A, C128A
@@ -774,13 +774,11 @@ TEST(RowLogicAsGpuGroups, UncheckedRowsOfAOneRequestStepDoNotReadTokenToReq) {
     int32_t& first = first_layer_of[static_cast<int>(ref::layer_kind_from_ratio(flash.compress_ratios[layer]))];
     if (first < 0) first = layer;
   }
-  harness::StepShape prefill_at_start, prefill_after_context, one_decode;
+  harness::StepShape prefill_at_start, prefill_after_context;
   prefill_at_start.num_prefills = prefill_after_context.num_prefills = 1;
   prefill_at_start.prefill_tokens_each = prefill_after_context.prefill_tokens_each = 45;
   prefill_after_context.prefill_context = 2100;
-  one_decode.num_decodes = 1;
-  one_decode.decode_context = 2100;
-  for (const harness::StepShape& shape : {prefill_at_start, prefill_after_context, one_decode}) {
+  for (const harness::StepShape& shape : {prefill_at_start, prefill_after_context}) {
     const ref::Step step = harness::make_step(shape);
     const std::vector<ref::C4aIndexerOutput> c4a = harness::make_c4a_indexer_outputs(step, flash, 13);
     for (int32_t layer : first_layer_of) {
@@ -793,7 +791,7 @@ TEST(RowLogicAsGpuGroups, UncheckedRowsOfAOneRequestStepDoNotReadTokenToReq) {
                           Path::kPrefillRowsArgs, Path::kGatheredLookups}) {
           for (int32_t group : {1, 8, 64}) {
             EXPECT_TRUE(part_matches_reference(in, part, group, 2, path, {}, sevens.data()))
-                << "decodes " << shape.num_decodes << " context " << shape.prefill_context << " layer " << layer
+                << "context " << shape.prefill_context << " layer " << layer
                 << " part " << row_part_name(part) << " path " << static_cast<int>(path) << " group " << group;
           }
         }
