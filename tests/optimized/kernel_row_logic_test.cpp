@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <random>
 #include <string>
 #include <vector>
@@ -578,6 +579,17 @@ TEST(GatheredLookups, TakenByWholeC128aRowsInGroupsWiderThanEight) {
   EXPECT_FALSE(prefill_gathers_lookups(128, choose_launch_shape(8192, (128 + 128) / 4, 132).group_threads, true));
 }
 
+// The first layer of each kind in `schedule`, by LayerKind (SWA-only, C4A, C128A); -1 where
+// the schedule has none.
+std::array<int32_t, 3> first_layer_of_each_kind(const ref::ModelSchedule& schedule) {
+  std::array<int32_t, 3> first{-1, -1, -1};
+  for (int32_t layer = 0; layer < schedule.num_layers(); ++layer) {
+    int32_t& f = first[static_cast<size_t>(ref::layer_kind_from_ratio(schedule.compress_ratios[layer]))];
+    if (f < 0) f = layer;
+  }
+  return first;
+}
+
 // The fast prefill row (power-of-two blocks, 16-byte rows) builds every SPEC §8 part of
 // production-shaped layers, grouped as the GPU groups them: the prefill rows of a Flash step's
 // SWA-only, C4A and C128A layers (W = 128, top-k 512, blocks of 64 and 256) at the start of a
@@ -585,11 +597,6 @@ TEST(GatheredLookups, TakenByWholeC128aRowsInGroupsWiderThanEight) {
 // context, beside decode rows; every part kernel_args.cpp makes is one it takes.
 TEST(RowLogicAsGpuGroups, FastPrefillRowBuildsEveryPartOfProductionLayers) {
   const ref::ModelSchedule flash = ref::deepseek_v4_flash();
-  int32_t first_layer_of[3] = {-1, -1, -1};  // by LayerKind: SWA-only, C4A, C128A
-  for (int32_t layer = 0; layer < flash.num_layers(); ++layer) {
-    int32_t& first = first_layer_of[static_cast<int>(ref::layer_kind_from_ratio(flash.compress_ratios[layer]))];
-    if (first < 0) first = layer;
-  }
   for (int32_t context : {0, 2100}) {
     harness::StepShape shape;
     shape.num_decodes = 3;
@@ -599,7 +606,7 @@ TEST(RowLogicAsGpuGroups, FastPrefillRowBuildsEveryPartOfProductionLayers) {
     shape.prefill_context = context;
     const ref::Step step = harness::make_step(shape);
     const std::vector<ref::C4aIndexerOutput> c4a = harness::make_c4a_indexer_outputs(step, flash, 11);
-    for (int32_t layer : first_layer_of) {
+    for (int32_t layer : first_layer_of_each_kind(flash)) {
       ASSERT_GE(layer, 0);
       const ref::BuilderInputs in = ref::layer_builder_inputs(step, flash, layer, &c4a[static_cast<size_t>(layer)]);
       for (RowPart part : {RowPart::kWhole, RowPart::kWindow, RowPart::kCompressed, RowPart::kTail}) {
@@ -769,11 +776,6 @@ TEST(RowLogicAsGpuGroups, WideRowsAndTinyBatch) {
 // each layer kind, at the start of a request and after context. (Decode rows still read it.)
 TEST(RowLogicAsGpuGroups, UncheckedRowsOfAOneRequestStepDoNotReadTokenToReq) {
   const ref::ModelSchedule flash = ref::deepseek_v4_flash();
-  int32_t first_layer_of[3] = {-1, -1, -1};  // by LayerKind: SWA-only, C4A, C128A
-  for (int32_t layer = 0; layer < flash.num_layers(); ++layer) {
-    int32_t& first = first_layer_of[static_cast<int>(ref::layer_kind_from_ratio(flash.compress_ratios[layer]))];
-    if (first < 0) first = layer;
-  }
   harness::StepShape prefill_at_start, prefill_after_context;
   prefill_at_start.num_prefills = prefill_after_context.num_prefills = 1;
   prefill_at_start.prefill_tokens_each = prefill_after_context.prefill_tokens_each = 45;
@@ -781,7 +783,7 @@ TEST(RowLogicAsGpuGroups, UncheckedRowsOfAOneRequestStepDoNotReadTokenToReq) {
   for (const harness::StepShape& shape : {prefill_at_start, prefill_after_context}) {
     const ref::Step step = harness::make_step(shape);
     const std::vector<ref::C4aIndexerOutput> c4a = harness::make_c4a_indexer_outputs(step, flash, 13);
-    for (int32_t layer : first_layer_of) {
+    for (int32_t layer : first_layer_of_each_kind(flash)) {
       ASSERT_GE(layer, 0);
       const ref::BuilderInputs in = ref::layer_builder_inputs(step, flash, layer, &c4a[static_cast<size_t>(layer)]);
       ASSERT_EQ(in.query_start_loc.size(), 2);  // one request
