@@ -32,22 +32,7 @@ if [ -z "$gain" ] || [ "$gain" = none ] || awk -v g="$gain" 'BEGIN { exit !(g < 
   exit 0
 fi
 build=$(ls -d build-trial-* | while read -r d; do grep -q 'DSV4_ALWAYS' "$d/CMakeCache.txt" || echo "$d"; done | head -1)
-left() { echo $((dl - (SECONDS - start))); }
-echo "checks in $build, $(left) s left" >> "$out/call.log"
-if [ "$(left)" -gt 120 ]; then
-  BUILD_DIR=$build ARCHIVE=1 PHASES=tests STAGE_TIMEOUT=$(($(left) - 20)) \
-    scripts/gpu_check.sh "$out/chk" 1000 > "$out/t.log" 2>&1
-  echo "tests rc=$? at $((SECONDS - start)) s" >> "$out/call.log"
-fi
-if [ "$(left)" -gt 90 ]; then
-  mv "$out/chk" "$out/chk-tests" 2>/dev/null
-  BUILD_DIR=$build ARCHIVE=1 PHASES=sanitizers SANITIZE_REPLAYS=0 SANITIZER_TIMEOUT=$(($(left) - 15)) \
-    scripts/gpu_check.sh "$out/chk" 100 > "$out/s.log" 2>&1
-  echo "sanitizers rc=$? at $((SECONDS - start)) s" >> "$out/call.log"
-  mkdir -p "$out/chk-all" && mv "$out/chk-tests" "$out/chk-all/tests" 2>/dev/null
-  mv "$out/chk" "$out/chk-all/sanitizers" 2>/dev/null
-else
-  mkdir -p "$out/chk-all" && mv "$out/chk" "$out/chk-all/tests" 2>/dev/null
-fi
-tar -C "$out" -czf "$out/chk.tgz" chk-all 2>/dev/null && rm -rf "$out/chk-all"
+left=$((dl - (SECONDS - start)))
+echo "checks in $build, $left s left" >> "$out/call.log"
+scripts/gpu_trial_checks.sh "$out" "$build" "$left" $((SECONDS - start)) >> "$out/call.log"
 ls -la "$out" "$out/trial" >> "$out/call.log"

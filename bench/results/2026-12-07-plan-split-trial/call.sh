@@ -35,10 +35,6 @@ echo "mean change, split against base: control $control %, planned prefill $plan
   "unplanned prefill $unplanned %" >> "$out/call.log"
 awk -v c="$control" -v p="$planned" -v u="$unplanned" 'BEGIN { exit !(p - c <= -0.3 && u - c <= 0.3) }' ||
   { echo "no checks (below the bar)" >> "$out/call.log"; exit 0; }
-left() { echo $((dl - (SECONDS - start))); }
 build=build-trial-$(printf '%s' "-DDSV4_PLAN_SPLIT=1|" | sha1sum | cut -c1-10)  # split's
-if [ "$(left)" -gt 120 ]; then
-  BUILD_DIR=$build ARCHIVE=1 PHASES=tests STAGE_TIMEOUT=$(($(left) - 20)) \
-    scripts/gpu_check.sh "$out/chk" 1000 > "$out/t.log" 2>&1
-  echo "tests rc=$? at $((SECONDS - start)) s" >> "$out/call.log"
-fi
+CHECKS=tests scripts/gpu_trial_checks.sh "$out" "$build" $((dl - (SECONDS - start))) $((SECONDS - start)) \
+  >> "$out/call.log"

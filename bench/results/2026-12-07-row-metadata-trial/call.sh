@@ -36,20 +36,7 @@ if awk -v a="${g_early:--99}" -v b="${g_chain:--99}" 'BEGIN { exit !(a >= 0.8 &&
 elif awk -v b="${g_chain:--99}" 'BEGIN { exit !(b >= 0.8) }'; then best=chain; flags=-DDSV4_ROW_METADATA=3; fi
 [ -n "$best" ] || { echo "no checks: below 0.8 %" >> "$out/call.log"; exit 0; }
 build=build-trial-$(printf '%s' "$flags|" | sha1sum | cut -c1-10)
-left() { echo $((dl - (SECONDS - start))); }
-echo "checks of $best in $build, $(left) s left" >> "$out/call.log"
-mkdir -p "$out/chk-all"
-if [ "$(left)" -gt 120 ]; then
-  CUDA_FLAGS=$flags BUILD_DIR=$build ARCHIVE=1 PHASES=tests STAGE_TIMEOUT=$(($(left) - 20)) \
-    scripts/gpu_check.sh "$out/chk" 1000 > "$out/t.log" 2>&1
-  echo "tests rc=$? at $((SECONDS - start)) s" >> "$out/call.log"
-  mv "$out/chk" "$out/chk-all/tests"
-fi
-if [ "$(left)" -gt 90 ]; then
-  CUDA_FLAGS=$flags BUILD_DIR=$build ARCHIVE=1 PHASES=sanitizers SANITIZE_REPLAYS=0 \
-    SANITIZER_TIMEOUT=$(($(left) - 15)) scripts/gpu_check.sh "$out/chk" 100 > "$out/s.log" 2>&1
-  echo "sanitizers rc=$? at $((SECONDS - start)) s" >> "$out/call.log"
-  mv "$out/chk" "$out/chk-all/sanitizers"
-fi
-tar -C "$out" -czf "$out/chk.tgz" chk-all && rm -rf "$out/chk-all"
+left=$((dl - (SECONDS - start)))
+echo "checks of $best in $build, $left s left" >> "$out/call.log"
+CUDA_FLAGS=$flags scripts/gpu_trial_checks.sh "$out" "$build" "$left" $((SECONDS - start)) >> "$out/call.log"
 ls -la "$out" "$out/trial" >> "$out/call.log"

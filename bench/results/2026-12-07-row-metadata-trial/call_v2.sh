@@ -46,19 +46,5 @@ read -r unplanned planned <<< "$(awk '$1 ~ /^cuda\/kernel(_planned)?\// && NF ==
 echo "mean change, early against base: unplanned $unplanned %, planned $planned %" >> "$out/call.log"
 awk -v u="$unplanned" -v p="$planned" 'BEGIN { exit !(u <= -0.8 && p <= 0.5) }' ||
   { echo "no checks (or below the bar)" >> "$out/call.log"; exit 0; }
-left() { echo $((dl - (SECONDS - start))); }
 build=build-trial-$(printf '%s' "|" | sha1sum | cut -c1-10)  # early's: no compile flags
-mkdir -p "$out/chk-all"
-if [ "$(left)" -gt 120 ]; then
-  BUILD_DIR=$build ARCHIVE=1 PHASES=tests STAGE_TIMEOUT=$(($(left) - 20)) \
-    scripts/gpu_check.sh "$out/chk" 1000 > "$out/t.log" 2>&1
-  echo "tests rc=$? at $((SECONDS - start)) s" >> "$out/call.log"
-  mv "$out/chk" "$out/chk-all/tests"
-fi
-if [ "$(left)" -gt 90 ]; then
-  BUILD_DIR=$build ARCHIVE=1 PHASES=sanitizers SANITIZE_REPLAYS=0 \
-    SANITIZER_TIMEOUT=$(($(left) - 15)) scripts/gpu_check.sh "$out/chk" 100 > "$out/s.log" 2>&1
-  echo "sanitizers rc=$? at $((SECONDS - start)) s" >> "$out/call.log"
-  mv "$out/chk" "$out/chk-all/sanitizers"
-fi
-tar -C "$out" -czf "$out/chk.tgz" chk-all && rm -rf "$out/chk-all"
+scripts/gpu_trial_checks.sh "$out" "$build" $((dl - (SECONDS - start))) $((SECONDS - start)) >> "$out/call.log"
